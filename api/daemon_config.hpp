@@ -1,0 +1,36 @@
+// The daemon's configuration: flags and an optional config file (CLI11; the
+// file uses the flags' long names as keys, TOML/INI syntax). Defaults are
+// SPEC §8's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "persistence/journal_backend.hpp"
+
+namespace weightd::api {
+
+struct daemon_config {
+  std::string data_dir = "./var";
+  std::string journal_dir;  // default: <data_dir>/journal
+  std::string journal_sync = "sync";
+  uint64_t journal_initial_map_bytes = 64ull << 20;
+  uint64_t journal_max_map_bytes = 1ull << 40;
+  std::string log_level = "info";
+  unsigned threads = 0;  // CAF workers; 0 = number of cores
+
+  std::string journal_path() const {
+    return journal_dir.empty() ? data_dir + "/journal" : journal_dir;
+  }
+  persistence::durability durability() const {
+    return journal_sync == "nosync" ? persistence::durability::nosync
+                                    : persistence::durability::sync;
+  }
+};
+
+/// Declares every flag on `app` (and --config for a file of them).
+void add_daemon_options(CLI::App& app, daemon_config& config);
+
+}  // namespace weightd::api

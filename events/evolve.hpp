@@ -1,0 +1,21 @@
+// evolve(state, event): the one definition of what an event means.
+//
+// Pure and deterministic: the result depends only on the state and the
+// envelope (its timestamp included), never on the clock or the environment.
+// It updates the state in place so that folding a million events does not
+// copy the state a million times; copy the state first where you need both.
+#pragma once
+
+#include "events/events.pb.h"
+#include "events/state.hpp"
+#include "events/status.hpp"
+
+namespace weightd::events {
+
+/// Applies one event. An event that cannot apply to this state (out of order,
+/// unknown object, duplicate put) is refused with an error naming its seq and
+/// leaves the state unchanged: live code never produces such an event, so
+/// replay reports it as corruption or a bug rather than folding nonsense.
+status evolve(store_state& state, const v1::Envelope& event);
+
+}  // namespace weightd::events

@@ -1,0 +1,64 @@
+// The state weightd folds its journal into. Everything here is derived from
+// events only (evolve.hpp): no wall clock, no files, no randomness — so the
+// live daemon, a restart and `weightctl journal replay` agree by construction.
+//
+// In-memory-only facts (object access times for LRU, short object read
+// leases) deliberately live elsewhere: they are not events (SPEC §2).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "events/events.pb.h"
+
+namespace weightd::events {
+
+/// An object's address in the key space: tenants never see each other's keys.
+struct object_ref {
+  std::string tenant;
+  std::string key;
+  friend bool operator<(const object_ref& a, const object_ref& b) {
+    return std::tie(a.tenant, a.key) < std::tie(b.tenant, b.key);
+  }
+  friend bool operator==(const object_ref& a, const object_ref& b) {
+    return a.tenant == b.tenant && a.key == b.key;
+  }
+};
+
+/// Metadata of one object of the key space (SPEC §2).
+struct object_record {
+  object_ref ref;
+  v1::DataType data_type = v1::DATA_TYPE_GENERAL;
+  std::string group_id;     // "" = ungrouped
+  std::string affinity_id;  // "" = a unit of its own
+  uint64_t size = 0;
+  v1::ChecksumAlgorithm checksum_algorithm = v1::CHECKSUM_XXH3_64;
+  std::string checksum;
+  std::string sha256;
+  bool hard_pin = false;
+  int64_t created_at_ms = 0;
+  bool hot = false;   // has a complete HOT replica
+  bool cold = false;  // has a complete, fsynced COLD replica
+
+  bool readable() const { return hot || cold; }
+  friend bool operator==(const object_record& a, const object_record& b);
+};
+
+/// The whole folded state of a journal.
+struct store_state {
+  uint64_t applied_seq = 0;  // global_seq of the last folded event
+  uint64_t writer_id = 0;    // incarnation of the last writer seen
+  uint64_t writers_started = 0;
+  int64_t last_event_ms = 0; // timestamp of the last folded event
+
+  std::map<object_ref, object_record> objects;
+  uint64_t hot_bytes = 0;   // sum of sizes of objects with a HOT replica
+  uint64_t cold_bytes = 0;  // sum of sizes of objects with a COLD replica
+
+  friend bool operator==(const store_state& a, const store_state& b);
+  friend bool operator!=(const store_state& a, const store_state& b) { return !(a == b); }
+};
+
+}  // namespace weightd::events

@@ -1,0 +1,74 @@
+#include "persistence/event_codec.hpp"
+
+#include "events/upcast.hpp"
+#include "persistence/journal_backend.hpp"
+#include "persistence/record.hpp"
+
+namespace weightd::persistence {
+
+std::string encode_event(const events::v1::Envelope& e) {
+  return encode_record(be64(e.global_seq()), e.SerializeAsString());
+}
+
+result<events::v1::Envelope> decode_event(uint64_t seq, std::string_view record) {
+  auto body = decode_record(be64(seq), record);
+  events::v1::Envelope e;
+  if (!body || !e.ParseFromArray(body->data(), static_cast<int>(body->size())))
+    return status{errc::data_loss,
+                  "journal record seq " + std::to_string(seq) +
+                      " failed its checksum (the file is damaged); stop weightd, keep a "
+                      "copy of the journal directory and run `weightctl journal verify`"};
+  if (e.global_seq() != seq)
+    return status{errc::data_loss, "journal record under seq " + std::to_string(seq) +
+                                       " claims seq " + std::to_string(e.global_seq())};
+  if (auto st = events::upcast(e); !st.ok()) return st;
+  return e;
+}
+
+std::string encode_snapshot_body(std::string_view stream, int64_t timestamp_ms,
+                                 std::string_view data) {
+  std::string body = be64(static_cast<uint64_t>(timestamp_ms));
+  body += be64(stream.size()).substr(4);
+  body.append(stream.data(), stream.size());
+  body.append(data.data(), data.size());
+  return body;
+}
+
+bool decode_snapshot_body(std::string_view body, std::string& stream, int64_t& timestamp_ms,
+                          std::string& data) {
+  if (body.size() < 12) return false;
+  timestamp_ms = static_cast<int64_t>(read_be64(body));
+  uint64_t len = read_be64(std::string(4, '\0') + std::string(body.substr(8, 4)));
+  if (body.size() < 12 + len) return false;
+  stream.assign(body.substr(12, len));
+  data.assign(body.substr(12 + len));
+  return true;
+}
+
+status validate_batch(const std::vector<Envelope>& batch) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const auto& e = batch[i];
+    auto where = "event " + std::to_string(i) + " of the batch";
+    if (e.stream().empty())
+      return {errc::invalid_argument, where + " has no stream; every event belongs to one"};
+    if (e.payload_case() == Envelope::PAYLOAD_NOT_SET)
+      return {errc::invalid_argument, where + " has no payload"};
+    if (e.ByteSizeLong() > kMaxEventBytes)
+      return {errc::invalid_argument, where + " is " + std::to_string(e.ByteSizeLong()) +
+                                          " bytes, above the limit of " +
+                                          std::to_string(kMaxEventBytes)};
+  }
+  return {};
+}
+
+}  // namespace weightd::persistence
+
+namespace weightd::persistence {
+void stamp_event(events::v1::Envelope& e, uint64_t global_seq, uint64_t stream_seq,
+                 uint64_t writer_id) {
+  e.set_global_seq(global_seq);
+  e.set_stream_seq(stream_seq);
+  if (e.writer_id() == 0) e.set_writer_id(writer_id);
+  if (e.schema_version() == 0) e.set_schema_version(events::kSchemaVersion);
+}
+}  // namespace weightd::persistence

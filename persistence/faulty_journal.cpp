@@ -1,0 +1,80 @@
+#include "persistence/faulty_journal.hpp"
+
+namespace weightd::persistence {
+
+void faulty_journal::inject(fault f, uint64_t nth) {
+  std::lock_guard lock(mutex_);
+  if (f == fault::fail_read) {
+    read_countdown_ = nth;
+  } else {
+    armed_append_ = f;
+    append_countdown_ = nth;
+  }
+}
+
+void faulty_journal::reset() {
+  std::lock_guard lock(mutex_);
+  append_countdown_ = 0;
+  read_countdown_ = 0;
+  fsync_failed_ = false;
+}
+
+bool faulty_journal::fires(fault, uint64_t& countdown) const {
+  if (countdown == 0) return false;
+  if (--countdown != 0) return false;
+  ++fired_;
+  return true;
+}
+
+status faulty_journal::append(std::vector<Envelope>& batch) {
+  std::lock_guard lock(mutex_);
+  if (fsync_failed_)
+    return {errc::durability_failed,
+            "the journal refuses writes since a commit failed (injected fsync failure); "
+            "restart weightd, then re-read before retrying"};
+  if (!fires(armed_append_, append_countdown_)) return inner_->append(batch);
+  switch (armed_append_) {
+    case fault::fail_write:
+      return {errc::durability_failed,
+              "journal write failed (injected I/O error); nothing was written"};
+    case fault::reject:
+      return {errc::invalid_argument, "the batch was rejected (injected); nothing was written"};
+    case fault::map_full:
+      return {errc::durability_failed,
+              "the journal map is full (injected); raise --journal-max-map-bytes or free disk"};
+    case fault::fail_fsync: {
+      // The data went out but the fsync failed: it may well be on disk.
+      auto st = inner_->append(batch);
+      fsync_failed_ = true;
+      if (!st.ok()) return st;
+      return {errc::durability_failed,
+              "journal commit failed (injected fsync failure); whether this batch reached "
+              "the disk is known only after a restart: restart weightd and re-read"};
+    }
+    case fault::fail_read: break;
+  }
+  return inner_->append(batch);
+}
+
+status faulty_journal::read_fault() const {
+  return {errc::internal, "cannot read the journal (injected read failure)"};
+}
+
+status faulty_journal::read(seq_range range, const event_visitor& visit) const {
+  {
+    std::lock_guard lock(mutex_);
+    if (fires(fault::fail_read, read_countdown_)) return read_fault();
+  }
+  return inner_->read(range, visit);
+}
+
+status faulty_journal::read_stream(std::string_view stream, seq_range range,
+                                   const event_visitor& visit) const {
+  {
+    std::lock_guard lock(mutex_);
+    if (fires(fault::fail_read, read_countdown_)) return read_fault();
+  }
+  return inner_->read_stream(stream, range, visit);
+}
+
+}  // namespace weightd::persistence

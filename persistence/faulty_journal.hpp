@@ -1,0 +1,73 @@
+// A journal decorator that injects failures, for tests of every failure path
+// (the PersistenceTestKit idea: a storage policy per operation).
+//
+// A fault is armed for the nth call of its kind from now (1 = the next one)
+// and fires once, except `fail_fsync`, which — like a real failed commit —
+// leaves the journal refusing every append until it is "reopened" (reset()).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "persistence/journal_backend.hpp"
+
+namespace weightd::persistence {
+
+enum class fault {
+  fail_write,  // the write fails before commit: nothing stored, journal usable
+  fail_fsync,  // the commit's fsync fails: the batch IS stored (durability
+               // unknown to the caller) and further appends are refused
+  reject,      // the batch is refused as invalid: nothing stored, journal usable
+  map_full,    // the map cannot grow: nothing stored, journal usable
+  fail_read,   // a read fails (stored data untouched)
+};
+
+class faulty_journal final : public journal_backend {
+ public:
+  explicit faulty_journal(std::shared_ptr<journal_backend> inner) : inner_(std::move(inner)) {}
+
+  /// Arms `f` to fire on the nth call of its kind (appends; reads for fail_read).
+  void inject(fault f, uint64_t nth = 1);
+  /// Disarms everything and forgets a failed fsync (as a restart would).
+  void reset();
+  uint64_t faults_fired() const { return fired_; }
+
+  status append(std::vector<Envelope>& batch) override;
+  result<uint64_t> highest_seq() const override { return inner_->highest_seq(); }
+  status read(seq_range range, const event_visitor& visit) const override;
+  result<uint64_t> highest_stream_seq(std::string_view stream) const override {
+    return inner_->highest_stream_seq(stream);
+  }
+  status read_stream(std::string_view stream, seq_range range,
+                     const event_visitor& visit) const override;
+  status delete_stream_to(std::string_view stream, uint64_t to) override {
+    return inner_->delete_stream_to(stream, to);
+  }
+  status save_snapshot(const snapshot_record& s) override { return inner_->save_snapshot(s); }
+  result<std::optional<snapshot_record>> load_snapshot(
+      std::string_view stream, const snapshot_criteria& c) const override {
+    return inner_->load_snapshot(stream, c);
+  }
+  status delete_snapshot(std::string_view stream, uint64_t seq) override {
+    return inner_->delete_snapshot(stream, seq);
+  }
+  status delete_snapshots(std::string_view stream, const snapshot_criteria& c) override {
+    return inner_->delete_snapshots(stream, c);
+  }
+  uint64_t writer_id() const override { return inner_->writer_id(); }
+
+ private:
+  bool fires(fault f, uint64_t& countdown) const;
+  status read_fault() const;
+
+  std::shared_ptr<journal_backend> inner_;
+  mutable std::mutex mutex_;
+  fault armed_append_ = fault::fail_write;
+  uint64_t append_countdown_ = 0;           // 0 = nothing armed
+  mutable uint64_t read_countdown_ = 0;
+  bool fsync_failed_ = false;
+  mutable std::atomic<uint64_t> fired_{0};
+};
+
+}  // namespace weightd::persistence

@@ -1,0 +1,115 @@
+// The journal backend interface: where events and snapshots are kept.
+//
+// Three implementations share it: lmdb_journal (production), memory_journal
+// (fast tests) and faulty_journal (a decorator that injects failures). The
+// journal-writer actor is the only appender in a process; readers may call the
+// const functions from any thread at any time, also while a write is running.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "events/events.pb.h"
+#include "events/status.hpp"
+
+namespace weightd::persistence {
+
+using Envelope = events::v1::Envelope;
+
+inline constexpr uint64_t kMaxSeq = std::numeric_limits<uint64_t>::max();
+inline constexpr int64_t kMaxTime = std::numeric_limits<int64_t>::max();
+
+/// Called for each envelope a read yields, in order; return false to stop.
+using event_visitor = std::function<bool(const Envelope&)>;
+
+enum class durability {
+  sync,    // every committed batch is on disk before append returns (default)
+  nosync,  // the OS flushes when it likes: benchmarks and tests only
+};
+
+/// An inclusive range [from, to] with at most `max` results.
+struct seq_range {
+  uint64_t from = 1;
+  uint64_t to = kMaxSeq;
+  uint64_t max = kMaxSeq;
+};
+
+/// A serialized snapshot of a stream's (or the whole store's) state.
+struct snapshot_record {
+  std::string stream;
+  uint64_t seq = 0;           // the event seq the snapshot includes
+  int64_t timestamp_ms = 0;   // when it was taken
+  std::string data;
+};
+
+/// Which snapshots a load or delete means (all bounds inclusive).
+struct snapshot_criteria {
+  uint64_t max_seq = kMaxSeq;
+  int64_t max_timestamp_ms = kMaxTime;
+  uint64_t min_seq = 0;
+  int64_t min_timestamp_ms = 0;
+  bool matches(const snapshot_record& s) const {
+    return s.seq <= max_seq && s.seq >= min_seq && s.timestamp_ms <= max_timestamp_ms &&
+           s.timestamp_ms >= min_timestamp_ms;
+  }
+};
+
+class journal_backend {
+ public:
+  virtual ~journal_backend() = default;
+
+  /// Appends `batch` atomically: all envelopes are stored or none. Assigns
+  /// global_seq and stream_seq in place (and writer_id/schema_version when
+  /// unset). In sync mode the batch is on disk when this returns ok.
+  /// Errors: INVALID_ARGUMENT (rejected: nothing written, keep using the
+  /// journal), DURABILITY_FAILED (nothing published; after a failed commit the
+  /// journal refuses every further append until it is reopened).
+  virtual status append(std::vector<Envelope>& batch) = 0;
+
+  /// The highest global seq ever assigned (0 for an empty journal).
+  virtual result<uint64_t> highest_seq() const = 0;
+
+  /// Envelopes with from <= global_seq <= to, at most max, in seq order.
+  virtual status read(seq_range range, const event_visitor& visit) const = 0;
+
+  /// The highest stream_seq of `stream` ever assigned; never reset by deletion.
+  virtual result<uint64_t> highest_stream_seq(std::string_view stream) const = 0;
+
+  /// Envelopes of `stream` with from <= stream_seq <= to, at most max.
+  virtual status read_stream(std::string_view stream, seq_range range,
+                             const event_visitor& visit) const = 0;
+
+  /// Permanently deletes `stream`'s events with stream_seq <= to_stream_seq.
+  virtual status delete_stream_to(std::string_view stream, uint64_t to_stream_seq) = 0;
+
+  /// Saves a snapshot; one with the same (stream, seq) is overwritten.
+  virtual status save_snapshot(const snapshot_record& snapshot) = 0;
+
+  /// The newest snapshot of `stream` that matches and passes its checksum.
+  virtual result<std::optional<snapshot_record>> load_snapshot(
+      std::string_view stream, const snapshot_criteria& criteria) const = 0;
+
+  /// Deletes the snapshot (stream, seq); deleting a missing one is ok.
+  virtual status delete_snapshot(std::string_view stream, uint64_t seq) = 0;
+
+  /// Deletes every snapshot of `stream` that matches.
+  virtual status delete_snapshots(std::string_view stream,
+                                  const snapshot_criteria& criteria) = 0;
+
+  /// This writer's incarnation, stamped into every envelope it appends.
+  virtual uint64_t writer_id() const = 0;
+};
+
+/// Checks a batch before it is written: every envelope needs a stream and a
+/// payload, and must fit kMaxEventBytes. Shared by every backend.
+status validate_batch(const std::vector<Envelope>& batch);
+
+inline constexpr size_t kMaxEventBytes = 64u << 20;
+
+}  // namespace weightd::persistence

@@ -1,0 +1,494 @@
+#include "persistence/lmdb_journal.hpp"
+
+#include <lmdb.h>
+
+#include <map>
+#include <system_error>
+
+#include "persistence/event_codec.hpp"
+#include "persistence/record.hpp"
+
+namespace weightd::persistence {
+
+namespace {
+
+constexpr std::string_view kFormat = "weightd-journal/1";
+
+MDB_val mdb_val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
+std::string_view view(const MDB_val& v) {
+  return {static_cast<const char*>(v.mv_data), v.mv_size};
+}
+std::string lmdb_message(int rc) { return mdb_strerror(rc); }
+
+/// Closes a cursor when it leaves scope (read-only cursors need it explicitly).
+struct cursor_guard {
+  MDB_cursor* cursor = nullptr;
+  ~cursor_guard() {
+    if (cursor) mdb_cursor_close(cursor);
+  }
+};
+
+/// stream_meta value: be64(highest) ‖ be64(deleted_to) ‖ name.
+struct stream_meta {
+  uint64_t highest = 0;
+  uint64_t deleted_to = 0;
+  std::string name;
+  std::string encode() const { return be64(highest) + be64(deleted_to) + name; }
+  bool decode(std::string_view bytes) {
+    if (bytes.size() < 16) return false;
+    highest = read_be64(bytes);
+    deleted_to = read_be64(bytes.substr(8));
+    name.assign(bytes.substr(16));
+    return true;
+  }
+};
+
+int get_stream_meta(MDB_txn* txn, MDB_dbi dbi, const std::string& hash, stream_meta& out) {
+  MDB_val k = mdb_val(hash), v;
+  int rc = mdb_get(txn, dbi, &k, &v);
+  if (rc == 0 && !out.decode(view(v))) return MDB_CORRUPTED;
+  return rc;
+}
+
+int put(MDB_txn* txn, MDB_dbi dbi, std::string_view key, std::string_view value,
+        unsigned flags = 0) {
+  MDB_val k = mdb_val(key), v = mdb_val(value);
+  return mdb_put(txn, dbi, &k, &v, flags);
+}
+
+int get_u64(MDB_txn* txn, MDB_dbi dbi, std::string_view key, uint64_t& out) {
+  MDB_val k = mdb_val(key), v;
+  int rc = mdb_get(txn, dbi, &k, &v);
+  if (rc == 0) {
+    if (v.mv_size != 8) return MDB_CORRUPTED;
+    out = read_be64(view(v));
+  }
+  return rc;
+}
+
+status read_error(int rc) {
+  return {errc::internal, "cannot read the journal: " + lmdb_message(rc) +
+                              "; check the journal directory's permissions and disk"};
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------- open
+
+result<std::unique_ptr<lmdb_journal>> lmdb_journal::open(const lmdb_options& options) {
+  std::error_code ec;
+  if (options.read_only) {
+    if (!std::filesystem::exists(options.dir / "data.mdb", ec))
+      return status{errc::not_found, "no journal in " + options.dir.string() +
+                                         " (no data.mdb); pass the daemon's --data-dir"};
+  } else {
+    std::filesystem::create_directories(options.dir, ec);
+    if (ec)
+      return status{errc::durability_failed, "cannot create the journal directory " +
+                                                 options.dir.string() + ": " + ec.message()};
+  }
+  std::unique_ptr<lmdb_journal> journal{new lmdb_journal(options)};
+  if (auto st = journal->init(); !st.ok()) return st;
+  return journal;
+}
+
+status lmdb_journal::init() {
+  auto fail = [&](const std::string& what, int rc) {
+    return status{errc::durability_failed, "cannot open the journal in " +
+                                               options_.dir.string() + ": " + what + ": " +
+                                               lmdb_message(rc)};
+  };
+  if (int rc = mdb_env_create(&env_)) return fail("mdb_env_create", rc);
+  if (int rc = mdb_env_set_maxdbs(env_, 8)) return fail("mdb_env_set_maxdbs", rc);
+  if (int rc = mdb_env_set_mapsize(env_, options_.initial_map_bytes))
+    return fail("mdb_env_set_mapsize", rc);
+  unsigned flags = MDB_NOTLS;
+  if (options_.read_only) flags |= MDB_RDONLY;
+  if (options_.mode == durability::nosync) flags |= MDB_NOSYNC;
+  if (int rc = mdb_env_open(env_, options_.dir.c_str(), flags, 0644)) {
+    auto st = fail("mdb_env_open", rc);
+    mdb_env_close(env_);
+    env_ = nullptr;
+    return st;
+  }
+  MDB_envinfo info;
+  mdb_env_info(env_, &info);
+  map_bytes_ = info.me_mapsize;  // larger than asked when the file already is
+
+  MDB_txn* txn = nullptr;
+  if (int rc = mdb_txn_begin(env_, nullptr, options_.read_only ? MDB_RDONLY : 0, &txn))
+    return fail("mdb_txn_begin", rc);
+  unsigned create = options_.read_only ? 0 : MDB_CREATE;
+  int rc = 0;
+  for (auto [name, dbi] : {std::pair{"events", &events_}, std::pair{"streams", &streams_},
+                           std::pair{"stream_meta", &stream_meta_},
+                           std::pair{"snapshots", &snapshots_}, std::pair{"meta", &meta_}}) {
+    MDB_dbi handle;
+    if ((rc = mdb_dbi_open(txn, name, create, &handle))) break;
+    *dbi = handle;
+  }
+  if (rc) {
+    mdb_txn_abort(txn);
+    return fail("opening the named databases (is this a weightd journal?)", rc);
+  }
+  MDB_val fk = mdb_val("format"), fv;
+  rc = mdb_get(txn, meta_, &fk, &fv);
+  if (rc == 0 && view(fv) != kFormat) {
+    mdb_txn_abort(txn);
+    return {errc::internal, "the journal in " + options_.dir.string() + " has format '" +
+                                std::string(view(fv)) + "', this build reads '" +
+                                std::string(kFormat) + "'"};
+  }
+  if (rc == MDB_NOTFOUND && !options_.read_only) rc = put(txn, meta_, "format", kFormat);
+  uint64_t highest = 0, incarnation = 0;
+  if (rc == 0 || rc == MDB_NOTFOUND) {
+    rc = get_u64(txn, meta_, "highest_seq", highest);
+    if (rc == MDB_NOTFOUND) rc = 0;
+  }
+  if (rc == 0) {
+    rc = get_u64(txn, meta_, "incarnation", incarnation);
+    if (rc == MDB_NOTFOUND) rc = 0;
+  }
+  if (rc == 0 && !options_.read_only) rc = put(txn, meta_, "incarnation", be64(++incarnation));
+  if (rc) {
+    mdb_txn_abort(txn);
+    return fail("reading the journal's meta records", rc);
+  }
+  if ((rc = mdb_txn_commit(txn))) return fail("mdb_txn_commit", rc);
+  if (!options_.read_only) {
+    int dead = 0;
+    mdb_reader_check(env_, &dead);  // clear reader slots of crashed processes
+  }
+  highest_ = highest;
+  incarnation_ = incarnation;
+  return {};
+}
+
+lmdb_journal::~lmdb_journal() {
+  if (env_) mdb_env_close(env_);
+}
+
+// ----------------------------------------------------------- transactions
+
+template <class Fn>
+status lmdb_journal::with_read_txn(Fn&& fn) const {
+  std::shared_lock lock(map_mutex_);
+  MDB_txn* txn = nullptr;
+  int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+  if (rc == MDB_MAP_RESIZED) {  // the writing process grew the map: adopt its size
+    lock.unlock();
+    {
+      std::unique_lock exclusive(map_mutex_);
+      mdb_env_set_mapsize(env_, 0);
+    }
+    lock.lock();
+    rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+  }
+  if (rc) return read_error(rc);
+  status st = fn(txn);
+  mdb_txn_abort(txn);
+  return st;
+}
+
+template <class Fn>
+status lmdb_journal::with_write_txn(const char* what, Fn&& fn) {
+  std::lock_guard writer(write_mutex_);
+  if (options_.read_only)
+    return {errc::internal, std::string{"the journal is open read-only; cannot "} + what};
+  if (!poisoned_.empty())
+    return {errc::durability_failed,
+            "the journal refuses writes since a commit failed (" + poisoned_ +
+                "); restart weightd, then re-read before retrying"};
+  for (;;) {
+    int rc = 0;
+    bool committing = false;
+    {
+      std::shared_lock lock(map_mutex_);
+      MDB_txn* txn = nullptr;
+      rc = mdb_txn_begin(env_, nullptr, 0, &txn);
+      if (rc == 0) {
+        rc = fn(txn);
+        if (rc == 0) {
+          committing = true;
+          rc = mdb_txn_commit(txn);  // writes and, in sync mode, fsyncs
+        } else {
+          mdb_txn_abort(txn);
+        }
+      }
+    }
+    if (rc == 0) return {};
+    if (rc == MDB_MAP_FULL) {  // nothing was written: grow and redo the whole batch
+      if (auto st = grow_map(); !st.ok()) return st;
+      continue;
+    }
+    if (committing) {
+      poisoned_ = std::string{what} + ": " + lmdb_message(rc);
+      return {errc::durability_failed,
+              "journal commit failed (" + poisoned_ +
+                  "); whether this batch reached the disk is known only after a restart: "
+                  "restart weightd and re-read before retrying"};
+    }
+    return {errc::durability_failed, std::string{"journal write failed ("} + what + ": " +
+                                         lmdb_message(rc) + "); nothing was written"};
+  }
+}
+
+status lmdb_journal::grow_map() {
+  std::unique_lock exclusive(map_mutex_);  // no transaction of ours is open now
+  if (map_bytes_ >= options_.max_map_bytes)
+    return {errc::durability_failed,
+            "the journal map is full at " + std::to_string(map_bytes_) +
+                " bytes, its configured maximum; raise --journal-max-map-bytes or free disk"};
+  uint64_t next = std::min(map_bytes_ * 2, options_.max_map_bytes);
+  if (int rc = mdb_env_set_mapsize(env_, next))
+    return {errc::durability_failed, "cannot grow the journal map to " +
+                                         std::to_string(next) + " bytes: " + lmdb_message(rc)};
+  map_bytes_ = next;
+  ++map_growths_;
+  return {};
+}
+
+// ----------------------------------------------------------------- events
+
+status lmdb_journal::append(std::vector<Envelope>& batch) {
+  if (auto st = validate_batch(batch); !st.ok()) return st;
+  if (batch.empty()) return {};
+  uint64_t last = 0;
+  auto st = with_write_txn("append", [&](MDB_txn* txn) -> int {
+    uint64_t seq = highest_;
+    std::map<std::string, stream_meta> touched;  // stream hash -> meta
+    for (auto& e : batch) {
+      auto hash = stream_hash(e.stream());
+      auto it = touched.find(hash);
+      if (it == touched.end()) {
+        stream_meta meta;
+        int rc = get_stream_meta(txn, stream_meta_, hash, meta);
+        if (rc == MDB_NOTFOUND) meta.name = e.stream();
+        else if (rc) return rc;
+        it = touched.emplace(hash, std::move(meta)).first;
+      }
+      auto& meta = it->second;
+      stamp_event(e, ++seq, ++meta.highest, incarnation_);
+      if (int rc = put(txn, events_, be64(seq), encode_event(e), MDB_APPEND)) return rc;
+      if (int rc = put(txn, streams_, hash + be64(meta.highest), be64(seq))) return rc;
+    }
+    for (const auto& [hash, meta] : touched)
+      if (int rc = put(txn, stream_meta_, hash, meta.encode())) return rc;
+    if (int rc = put(txn, meta_, "highest_seq", be64(seq))) return rc;
+    last = seq;
+    return 0;
+  });
+  if (st.ok()) highest_ = last;
+  return st;
+}
+
+result<uint64_t> lmdb_journal::highest_seq() const {
+  uint64_t highest = 0;
+  auto st = with_read_txn([&](MDB_txn* txn) -> status {
+    int rc = get_u64(txn, meta_, "highest_seq", highest);
+    return rc == 0 || rc == MDB_NOTFOUND ? status{} : read_error(rc);
+  });
+  if (!st.ok()) return st;
+  return highest;
+}
+
+status lmdb_journal::read(seq_range range, const event_visitor& visit) const {
+  if (range.max == 0 || range.from > range.to) return {};
+  return with_read_txn([&](MDB_txn* txn) -> status {
+    cursor_guard c;
+    if (int rc = mdb_cursor_open(txn, events_, &c.cursor)) return read_error(rc);
+    auto start = be64(range.from);
+    MDB_val k = mdb_val(start), v;
+    int rc = mdb_cursor_get(c.cursor, &k, &v, MDB_SET_RANGE);
+    for (uint64_t count = 0; rc == 0 && count < range.max; ++count) {
+      uint64_t seq = read_be64(view(k));
+      if (seq > range.to) break;
+      auto e = decode_event(seq, view(v));
+      if (!e) return e.error();
+      if (!visit(*e)) return {};
+      rc = mdb_cursor_get(c.cursor, &k, &v, MDB_NEXT);
+    }
+    return rc == 0 || rc == MDB_NOTFOUND ? status{} : read_error(rc);
+  });
+}
+
+result<uint64_t> lmdb_journal::highest_stream_seq(std::string_view stream) const {
+  stream_meta meta;
+  auto st = with_read_txn([&](MDB_txn* txn) -> status {
+    int rc = get_stream_meta(txn, stream_meta_, stream_hash(stream), meta);
+    return rc == 0 || rc == MDB_NOTFOUND ? status{} : read_error(rc);
+  });
+  if (!st.ok()) return st;
+  return meta.highest;
+}
+
+status lmdb_journal::read_stream(std::string_view stream, seq_range range,
+                                 const event_visitor& visit) const {
+  if (range.max == 0 || range.from > range.to) return {};
+  auto hash = stream_hash(stream);
+  return with_read_txn([&](MDB_txn* txn) -> status {
+    cursor_guard c;
+    if (int rc = mdb_cursor_open(txn, streams_, &c.cursor)) return read_error(rc);
+    auto start = hash + be64(range.from);
+    MDB_val k = mdb_val(start), v;
+    int rc = mdb_cursor_get(c.cursor, &k, &v, MDB_SET_RANGE);
+    for (uint64_t count = 0; rc == 0 && count < range.max;) {
+      auto key = view(k);
+      if (key.size() != 24 || key.substr(0, 16) != hash) break;
+      if (read_be64(key.substr(16)) > range.to) break;
+      uint64_t seq = read_be64(view(v));
+      auto seq_key = be64(seq);
+      MDB_val ek = mdb_val(seq_key), ev;
+      if (int grc = mdb_get(txn, events_, &ek, &ev))
+        return {errc::data_loss, "the stream index of '" + std::string(stream) +
+                                     "' points at seq " + std::to_string(seq) +
+                                     " which is missing (" + lmdb_message(grc) + ")"};
+      auto e = decode_event(seq, view(ev));
+      if (!e) return e.error();
+      if (e->stream() == stream) {  // guards against a (theoretical) hash collision
+        ++count;
+        if (!visit(*e)) return {};
+      }
+      rc = mdb_cursor_get(c.cursor, &k, &v, MDB_NEXT);
+    }
+    return rc == 0 || rc == MDB_NOTFOUND ? status{} : read_error(rc);
+  });
+}
+
+status lmdb_journal::delete_stream_to(std::string_view stream, uint64_t to_stream_seq) {
+  auto hash = stream_hash(stream);
+  return with_write_txn("delete events", [&](MDB_txn* txn) -> int {
+    stream_meta meta;
+    int rc = get_stream_meta(txn, stream_meta_, hash, meta);
+    if (rc == MDB_NOTFOUND) return 0;
+    if (rc) return rc;
+    uint64_t to = std::min(to_stream_seq, meta.highest);
+    if (to <= meta.deleted_to) return 0;
+    for (uint64_t s = meta.deleted_to + 1; s <= to; ++s) {
+      auto key = hash + be64(s);
+      MDB_val k = mdb_val(key), v;
+      rc = mdb_get(txn, streams_, &k, &v);
+      if (rc == MDB_NOTFOUND) continue;
+      if (rc) return rc;
+      auto seq_key = be64(read_be64(view(v)));
+      MDB_val ek = mdb_val(seq_key);
+      if ((rc = mdb_del(txn, events_, &ek, nullptr)) && rc != MDB_NOTFOUND) return rc;
+      if ((rc = mdb_del(txn, streams_, &k, nullptr))) return rc;
+    }
+    meta.deleted_to = to;
+    return put(txn, stream_meta_, hash, meta.encode());
+  });
+}
+
+// -------------------------------------------------------------- snapshots
+
+status lmdb_journal::save_snapshot(const snapshot_record& s) {
+  auto key = stream_hash(s.stream) + be64(s.seq);
+  auto record = encode_record(key, encode_snapshot_body(s.stream, s.timestamp_ms, s.data));
+  return with_write_txn("save snapshot",
+                        [&](MDB_txn* txn) { return put(txn, snapshots_, key, record); });
+}
+
+namespace {
+/// Decodes the snapshot under cursor key `key`; false when damaged.
+bool decode_snapshot(std::string_view key, std::string_view value, snapshot_record& out) {
+  auto body = decode_record(key, value);
+  if (!body) return false;
+  out.seq = read_be64(key.substr(16));
+  return decode_snapshot_body(*body, out.stream, out.timestamp_ms, out.data);
+}
+}  // namespace
+
+result<std::optional<snapshot_record>> lmdb_journal::load_snapshot(
+    std::string_view stream, const snapshot_criteria& criteria) const {
+  auto hash = stream_hash(stream);
+  std::optional<snapshot_record> found;
+  auto st = with_read_txn([&](MDB_txn* txn) -> status {
+    cursor_guard c;
+    if (int rc = mdb_cursor_open(txn, snapshots_, &c.cursor)) return read_error(rc);
+    auto target = hash + be64(criteria.max_seq);
+    MDB_val k = mdb_val(target), v;
+    int rc = mdb_cursor_get(c.cursor, &k, &v, MDB_SET_RANGE);
+    if (rc == MDB_NOTFOUND) rc = mdb_cursor_get(c.cursor, &k, &v, MDB_LAST);
+    else if (rc == 0 && view(k) != target) rc = mdb_cursor_get(c.cursor, &k, &v, MDB_PREV);
+    // Walk backwards from the newest candidate; skip damaged snapshots.
+    for (; rc == 0; rc = mdb_cursor_get(c.cursor, &k, &v, MDB_PREV)) {
+      auto key = view(k);
+      if (key.size() != 24 || key.substr(0, 16) != hash) break;
+      if (read_be64(key.substr(16)) < criteria.min_seq) break;
+      snapshot_record s;
+      if (!decode_snapshot(key, view(v), s) || s.stream != stream) continue;
+      if (criteria.matches(s)) {
+        found = std::move(s);
+        break;
+      }
+    }
+    return rc == 0 || rc == MDB_NOTFOUND ? status{} : read_error(rc);
+  });
+  if (!st.ok()) return st;
+  return found;
+}
+
+status lmdb_journal::delete_snapshot(std::string_view stream, uint64_t seq) {
+  auto key = stream_hash(stream) + be64(seq);
+  return with_write_txn("delete snapshot", [&](MDB_txn* txn) {
+    MDB_val k = mdb_val(key);
+    int rc = mdb_del(txn, snapshots_, &k, nullptr);
+    return rc == MDB_NOTFOUND ? 0 : rc;
+  });
+}
+
+status lmdb_journal::delete_snapshots(std::string_view stream,
+                                      const snapshot_criteria& criteria) {
+  auto hash = stream_hash(stream);
+  return with_write_txn("delete snapshots", [&](MDB_txn* txn) -> int {
+    std::vector<std::string> doomed;
+    {
+      cursor_guard c;
+      if (int rc = mdb_cursor_open(txn, snapshots_, &c.cursor)) return rc;
+      MDB_val k = mdb_val(hash), v;
+      for (int rc = mdb_cursor_get(c.cursor, &k, &v, MDB_SET_RANGE); rc == 0;
+           rc = mdb_cursor_get(c.cursor, &k, &v, MDB_NEXT)) {
+        auto key = view(k);
+        if (key.size() != 24 || key.substr(0, 16) != hash) break;
+        snapshot_record s;
+        if (decode_snapshot(key, view(v), s) && s.stream == stream && criteria.matches(s))
+          doomed.emplace_back(key);
+      }
+    }
+    for (const auto& key : doomed) {
+      MDB_val k = mdb_val(key);
+      if (int rc = mdb_del(txn, snapshots_, &k, nullptr)) return rc;
+    }
+    return 0;
+  });
+}
+
+// ------------------------------------------------------------------ stats
+
+result<lmdb_stats> lmdb_journal::stats() const {
+  lmdb_stats out;
+  auto st = with_read_txn([&](MDB_txn* txn) -> status {
+    MDB_stat s;
+    if (int rc = mdb_stat(txn, events_, &s)) return read_error(rc);
+    out.event_count = s.ms_entries;
+    if (int rc = mdb_stat(txn, stream_meta_, &s)) return read_error(rc);
+    out.stream_count = s.ms_entries;
+    if (int rc = mdb_stat(txn, snapshots_, &s)) return read_error(rc);
+    out.snapshot_count = s.ms_entries;
+    get_u64(txn, meta_, "highest_seq", out.highest_seq);
+    get_u64(txn, meta_, "incarnation", out.incarnation);
+    MDB_envinfo info;
+    mdb_env_info(env_, &info);
+    MDB_stat env_stat;
+    mdb_env_stat(env_, &env_stat);
+    out.map_bytes = info.me_mapsize;
+    out.used_bytes = (info.me_last_pgno + 1) * env_stat.ms_psize;
+    return {};
+  });
+  if (!st.ok()) return st;
+  out.map_growths = map_growths_;
+  return out;
+}
+
+}  // namespace weightd::persistence

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The one entry point for developers and CI on Debian 12.
+#
+#   scripts/dev.sh daemon [weightd flags]   install deps, build, run weightd
+#   scripts/dev.sh test [ctest args]        install deps, build, run every test
+#   scripts/dev.sh deps | build             just that step
+#   scripts/dev.sh bench                    build and run the benchmarks
+#
+# Environment: BUILD_DIR (default ./build), BUILD_TYPE (default Release),
+# SANITIZE=1 for an ASan+UBSan build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD_DIR=${BUILD_DIR:-build}
+BUILD_TYPE=${BUILD_TYPE:-Release}
+JOBS=$(nproc)
+
+# Debian 12 packages only; nothing is downloaded at build or run time.
+PACKAGES=(
+  build-essential cmake pkg-config
+  libcaf-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  liblmdb-dev libspdlog-dev doctest-dev libcli11-dev libxxhash-dev libssl-dev
+  libcpp-httplib-dev lmdb-utils
+)
+
+deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  local sanitize=OFF
+  [ "${SANITIZE:-0}" = "1" ] && sanitize=ON
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DWEIGHTD_SANITIZE="$sanitize" >/dev/null
+  cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case "$cmd" in
+  deps) deps ;;
+  build) deps && build ;;
+  test)
+    deps && build
+    ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" "$@"
+    ;;
+  daemon)
+    deps && build
+    exec "$BUILD_DIR/api/weightd" "$@"
+    ;;
+  bench)
+    deps && build
+    for b in "$BUILD_DIR"/bench/*_bench; do echo "== $b"; "$b" "$@"; done
+    ;;
+  *)
+    sed -n '2,12p' "$0" >&2
+    exit 1
+    ;;
+esac
