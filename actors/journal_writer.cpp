@@ -50,9 +50,10 @@ void flush(writer_pointer self) {
     for (auto& e : p.batch.events) all.push_back(std::move(e));
   }
   offsets.push_back(all.size());
-  auto slice = [&](size_t i) {
-    return std::vector<events::v1::Envelope>(all.begin() + offsets[i],
-                                             all.begin() + offsets[i + 1]);
+  auto slice = [&](size_t i) {  // moves append i's events out of `all`
+    return std::vector<events::v1::Envelope>(
+        std::make_move_iterator(all.begin() + offsets[i]),
+        std::make_move_iterator(all.begin() + offsets[i + 1]));
   };
 
   auto result = timed_append(st, all);

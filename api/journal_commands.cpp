@@ -37,23 +37,26 @@ int journal_dump(const journal_location& where, const dump_args& args, std::ostr
   }
   auto journal = open_read_only(where);
   if (!journal) return fail(err, journal.error());
-  uint64_t shown = 0;
   auto print = [&](const events::v1::Envelope& e) {
-    if (!args.type.empty() && events::event_type_name(e) != args.type) return true;
     out << (args.json ? format_event_json(e) : format_event_line(e)) << "\n";
-    return ++shown < args.limit;
+    return true;
   };
-  persistence::seq_range range{args.from, args.to, persistence::kMaxSeq};
-  auto st = args.stream.empty() ? (*journal)->read(range, print)
-                                : (*journal)->read_stream(args.stream, {1, persistence::kMaxSeq,
-                                                                        persistence::kMaxSeq},
-                                                          [&](const events::v1::Envelope& e) {
-                                                            if (e.global_seq() < args.from)
-                                                              return true;
-                                                            if (e.global_seq() > args.to)
-                                                              return false;
-                                                            return print(e);
-                                                          });
+  persistence::seq_range range{args.from, args.to, args.limit};
+  status st;
+  if (!args.stream.empty()) {
+    // Stream reads are bounded by stream seq; the global seq bounds filter.
+    uint64_t shown = 0;
+    st = (*journal)->read_stream(args.stream, {}, [&](const events::v1::Envelope& e) {
+      if (e.global_seq() < args.from) return true;
+      if (e.global_seq() > args.to) return false;
+      if (!args.type.empty() && events::event_type_name(e) != args.type) return true;
+      return print(e) && ++shown < args.limit;
+    });
+  } else if (!args.type.empty()) {
+    st = persistence::read_type(**journal, args.type, range, print);
+  } else {
+    st = (*journal)->read(range, print);
+  }
   if (!st.ok()) return fail(err, st);
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "persistence/event_codec.hpp"
 
+#include "events/event_type.hpp"
 #include "events/upcast.hpp"
 #include "persistence/journal_backend.hpp"
 #include "persistence/record.hpp"
@@ -43,6 +44,16 @@ bool decode_snapshot_body(std::string_view body, std::string& stream, int64_t& t
   stream.assign(body.substr(12, len));
   data.assign(body.substr(12 + len));
   return true;
+}
+
+status read_type(const journal_backend& journal, std::string_view type, seq_range range,
+                 const event_visitor& visit) {
+  uint64_t matched = 0;
+  if (range.max == 0) return {};
+  return journal.read({range.from, range.to, kMaxSeq}, [&](const Envelope& e) {
+    if (events::event_type_name(e) != type) return true;
+    return visit(e) && ++matched < range.max;
+  });
 }
 
 status validate_batch(const std::vector<Envelope>& batch) {

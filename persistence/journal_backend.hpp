@@ -106,6 +106,11 @@ class journal_backend {
   virtual uint64_t writer_id() const = 0;
 };
 
+/// Envelopes of one event type (e.g. "object_put") with global seqs in
+/// `range`; `range.max` counts matching events only.
+status read_type(const journal_backend& journal, std::string_view type, seq_range range,
+                 const event_visitor& visit);
+
 /// Checks a batch before it is written: every envelope needs a stream and a
 /// payload, and must fit kMaxEventBytes. Shared by every backend.
 status validate_batch(const std::vector<Envelope>& batch);

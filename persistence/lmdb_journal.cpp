@@ -28,15 +28,17 @@ struct cursor_guard {
   }
 };
 
-/// stream_meta value: be64(highest) ‖ be64(deleted_to) ‖ name.
+/// stream_meta value: be64(stream_id) ‖ be64(deleted_to) ‖ name. Written only
+/// when a stream is created or truncated, so appending to a stream dirties no
+/// page of this database.
 struct stream_meta {
-  uint64_t highest = 0;
+  uint64_t id = 0;
   uint64_t deleted_to = 0;
   std::string name;
-  std::string encode() const { return be64(highest) + be64(deleted_to) + name; }
+  std::string encode() const { return be64(id) + be64(deleted_to) + name; }
   bool decode(std::string_view bytes) {
     if (bytes.size() < 16) return false;
-    highest = read_be64(bytes);
+    id = read_be64(bytes);
     deleted_to = read_be64(bytes.substr(8));
     name.assign(bytes.substr(16));
     return true;
@@ -47,6 +49,28 @@ int get_stream_meta(MDB_txn* txn, MDB_dbi dbi, const std::string& hash, stream_m
   MDB_val k = mdb_val(hash), v;
   int rc = mdb_get(txn, dbi, &k, &v);
   if (rc == 0 && !out.decode(view(v))) return MDB_CORRUPTED;
+  return rc;
+}
+
+/// The highest stream_seq in the `streams` index for stream `id` (0 if none).
+int last_indexed_seq(MDB_txn* txn, MDB_dbi streams, uint64_t id, uint64_t& out) {
+  out = 0;
+  MDB_cursor* c = nullptr;
+  if (int rc = mdb_cursor_open(txn, streams, &c)) return rc;
+  auto after = be64(id + 1);  // first key past this stream's range
+  MDB_val k = mdb_val(after), v;
+  int rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+  rc = rc == MDB_NOTFOUND ? mdb_cursor_get(c, &k, &v, MDB_LAST)
+                          : (rc == 0 ? mdb_cursor_get(c, &k, &v, MDB_PREV) : rc);
+  if (rc == 0 && k.mv_size == 16 && read_be64(view(k)) == id) out = read_be64(view(k).substr(8));
+  mdb_cursor_close(c);
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/// The highest stream_seq ever assigned: deletion never lowers it.
+int highest_of(MDB_txn* txn, MDB_dbi streams, const stream_meta& meta, uint64_t& out) {
+  int rc = last_indexed_seq(txn, streams, meta.id, out);
+  out = std::max(out, meta.deleted_to);
   return rc;
 }
 
@@ -256,24 +280,39 @@ status lmdb_journal::append(std::vector<Envelope>& batch) {
   uint64_t last = 0;
   auto st = with_write_txn("append", [&](MDB_txn* txn) -> int {
     uint64_t seq = highest_;
-    std::map<std::string, stream_meta> touched;  // stream hash -> meta
+    uint64_t next_stream_id = 0;
+    if (int rc = get_u64(txn, meta_, "next_stream_id", next_stream_id); rc && rc != MDB_NOTFOUND)
+      return rc;
+    bool created = false;
+    struct stream_cursor {
+      uint64_t id;
+      uint64_t highest;
+    };
+    std::map<std::string, stream_cursor, std::less<>> touched;  // stream name -> where it is
     for (auto& e : batch) {
-      auto hash = stream_hash(e.stream());
-      auto it = touched.find(hash);
+      auto it = touched.find(e.stream());
       if (it == touched.end()) {
+        auto hash = stream_hash(e.stream());
         stream_meta meta;
+        uint64_t highest = 0;
         int rc = get_stream_meta(txn, stream_meta_, hash, meta);
-        if (rc == MDB_NOTFOUND) meta.name = e.stream();
-        else if (rc) return rc;
-        it = touched.emplace(hash, std::move(meta)).first;
+        if (rc == MDB_NOTFOUND) {  // a new stream: the next id, indexed at the tail
+          meta.id = ++next_stream_id;
+          meta.name = e.stream();
+          if ((rc = put(txn, stream_meta_, hash, meta.encode()))) return rc;
+          created = true;
+        } else if (rc || (rc = highest_of(txn, streams_, meta, highest))) {
+          return rc;
+        }
+        it = touched.emplace(e.stream(), stream_cursor{meta.id, highest}).first;
       }
-      auto& meta = it->second;
-      stamp_event(e, ++seq, ++meta.highest, incarnation_);
+      auto& cursor = it->second;
+      stamp_event(e, ++seq, ++cursor.highest, incarnation_);
       if (int rc = put(txn, events_, be64(seq), encode_event(e), MDB_APPEND)) return rc;
-      if (int rc = put(txn, streams_, hash + be64(meta.highest), be64(seq))) return rc;
+      if (int rc = put(txn, streams_, be64(cursor.id) + be64(cursor.highest), be64(seq))) return rc;
     }
-    for (const auto& [hash, meta] : touched)
-      if (int rc = put(txn, stream_meta_, hash, meta.encode())) return rc;
+    if (created)
+      if (int rc = put(txn, meta_, "next_stream_id", be64(next_stream_id))) return rc;
     if (int rc = put(txn, meta_, "highest_seq", be64(seq))) return rc;
     last = seq;
     return 0;
@@ -313,29 +352,35 @@ status lmdb_journal::read(seq_range range, const event_visitor& visit) const {
 }
 
 result<uint64_t> lmdb_journal::highest_stream_seq(std::string_view stream) const {
-  stream_meta meta;
+  uint64_t highest = 0;
   auto st = with_read_txn([&](MDB_txn* txn) -> status {
+    stream_meta meta;
     int rc = get_stream_meta(txn, stream_meta_, stream_hash(stream), meta);
+    if (rc == 0) rc = highest_of(txn, streams_, meta, highest);
     return rc == 0 || rc == MDB_NOTFOUND ? status{} : read_error(rc);
   });
   if (!st.ok()) return st;
-  return meta.highest;
+  return highest;
 }
 
 status lmdb_journal::read_stream(std::string_view stream, seq_range range,
                                  const event_visitor& visit) const {
   if (range.max == 0 || range.from > range.to) return {};
-  auto hash = stream_hash(stream);
   return with_read_txn([&](MDB_txn* txn) -> status {
+    stream_meta meta;
+    int rc = get_stream_meta(txn, stream_meta_, stream_hash(stream), meta);
+    if (rc == MDB_NOTFOUND) return {};
+    if (rc) return read_error(rc);
+    auto prefix = be64(meta.id);
     cursor_guard c;
-    if (int rc = mdb_cursor_open(txn, streams_, &c.cursor)) return read_error(rc);
-    auto start = hash + be64(range.from);
+    if ((rc = mdb_cursor_open(txn, streams_, &c.cursor))) return read_error(rc);
+    auto start = prefix + be64(range.from);
     MDB_val k = mdb_val(start), v;
-    int rc = mdb_cursor_get(c.cursor, &k, &v, MDB_SET_RANGE);
+    rc = mdb_cursor_get(c.cursor, &k, &v, MDB_SET_RANGE);
     for (uint64_t count = 0; rc == 0 && count < range.max;) {
       auto key = view(k);
-      if (key.size() != 24 || key.substr(0, 16) != hash) break;
-      if (read_be64(key.substr(16)) > range.to) break;
+      if (key.size() != 16 || key.substr(0, 8) != prefix) break;
+      if (read_be64(key.substr(8)) > range.to) break;
       uint64_t seq = read_be64(view(v));
       auto seq_key = be64(seq);
       MDB_val ek = mdb_val(seq_key), ev;
@@ -359,13 +404,14 @@ status lmdb_journal::delete_stream_to(std::string_view stream, uint64_t to_strea
   auto hash = stream_hash(stream);
   return with_write_txn("delete events", [&](MDB_txn* txn) -> int {
     stream_meta meta;
+    uint64_t highest = 0;
     int rc = get_stream_meta(txn, stream_meta_, hash, meta);
     if (rc == MDB_NOTFOUND) return 0;
-    if (rc) return rc;
-    uint64_t to = std::min(to_stream_seq, meta.highest);
+    if (rc || (rc = highest_of(txn, streams_, meta, highest))) return rc;
+    uint64_t to = std::min(to_stream_seq, highest);
     if (to <= meta.deleted_to) return 0;
     for (uint64_t s = meta.deleted_to + 1; s <= to; ++s) {
-      auto key = hash + be64(s);
+      auto key = be64(meta.id) + be64(s);
       MDB_val k = mdb_val(key), v;
       rc = mdb_get(txn, streams_, &k, &v);
       if (rc == MDB_NOTFOUND) continue;
@@ -375,7 +421,7 @@ status lmdb_journal::delete_stream_to(std::string_view stream, uint64_t to_strea
       if ((rc = mdb_del(txn, events_, &ek, nullptr)) && rc != MDB_NOTFOUND) return rc;
       if ((rc = mdb_del(txn, streams_, &k, nullptr))) return rc;
     }
-    meta.deleted_to = to;
+    meta.deleted_to = to;  // remembers the highest seq once the index is empty
     return put(txn, stream_meta_, hash, meta.encode());
   });
 }

@@ -1,0 +1,233 @@
+// The Akka persistence JournalSpec, ported as behaviour specs (stack notes
+// §2.4) and run against every journal backend. Before each case the stream
+// `pid` holds events 1..5, the last two written as one atomic batch; another
+// stream's events are interleaved so stream and global seqs differ.
+#include <doctest/doctest.h>
+
+#include "support.hpp"
+
+using namespace weightd;
+using namespace weightd::test;
+using persistence::kMaxSeq;
+using persistence::seq_range;
+
+namespace {
+
+const std::string pid = "revision|default/tck@main#1";
+const std::string other = "revision|default/other@main#1";
+
+template <class Backend>
+struct journal_spec {
+  Backend store;
+  persistence::journal_backend& j = store.backend();
+
+  journal_spec() {
+    for (int i = 1; i <= 3; ++i) {
+      std::vector<events::v1::Envelope> one{make_event(pid, "p" + std::to_string(i))};
+      REQUIRE(j.append(one).ok());
+      std::vector<events::v1::Envelope> noise{make_event(other, "o" + std::to_string(i))};
+      REQUIRE(j.append(noise).ok());
+    }
+    std::vector<events::v1::Envelope> atomic{make_event(pid, "p4"), make_event(pid, "p5")};
+    REQUIRE(j.append(atomic).ok());
+  }
+  std::vector<uint64_t> replay(seq_range range) { return stream_seqs(j, pid, range); }
+  uint64_t highest() { return *j.highest_stream_seq(pid); }
+};
+
+using seqs = std::vector<uint64_t>;
+
+}  // namespace
+
+#define JOURNAL_SPEC(name) \
+  TEST_CASE_TEMPLATE("journal spec: " name, B, lmdb_backend, memory_backend)
+
+JOURNAL_SPEC("1. replay all messages") {
+  journal_spec<B> s;
+  CHECK(s.replay({}) == seqs{1, 2, 3, 4, 5});
+  CHECK(s.highest() == 5);
+}
+
+JOURNAL_SPEC("2. replay messages using a lower sequence number bound") {
+  journal_spec<B> s;
+  CHECK(s.replay({3, kMaxSeq, kMaxSeq}) == seqs{3, 4, 5});
+}
+
+JOURNAL_SPEC("3. replay messages using an upper sequence number bound") {
+  journal_spec<B> s;
+  CHECK(s.replay({1, 3, kMaxSeq}) == seqs{1, 2, 3});
+  CHECK(s.highest() == 5);
+}
+
+JOURNAL_SPEC("4. replay messages using a count limit") {
+  journal_spec<B> s;
+  CHECK(s.replay({1, kMaxSeq, 3}) == seqs{1, 2, 3});
+}
+
+JOURNAL_SPEC("5. replay messages using a lower and upper sequence number bound") {
+  journal_spec<B> s;
+  CHECK(s.replay({2, 3, kMaxSeq}) == seqs{2, 3});
+}
+
+JOURNAL_SPEC("6. replay messages using lower and upper bounds and a count limit") {
+  journal_spec<B> s;
+  CHECK(s.replay({2, 5, 2}) == seqs{2, 3});
+}
+
+JOURNAL_SPEC("7. replay a single message when lower and upper bound are equal") {
+  journal_spec<B> s;
+  CHECK(s.replay({2, 2, kMaxSeq}) == seqs{2});
+}
+
+JOURNAL_SPEC("8. replay a single message using a count limit of one") {
+  journal_spec<B> s;
+  CHECK(s.replay({2, 4, 1}) == seqs{2});
+}
+
+JOURNAL_SPEC("9. not replay messages if the count limit is zero") {
+  journal_spec<B> s;
+  CHECK(s.replay({1, kMaxSeq, 0}).empty());
+  CHECK(s.highest() == 5);
+}
+
+JOURNAL_SPEC("10. not replay messages if the lower bound is above the upper bound") {
+  journal_spec<B> s;
+  CHECK(s.replay({3, 2, kMaxSeq}).empty());
+  CHECK(s.highest() == 5);
+}
+
+JOURNAL_SPEC("11. not replay messages of a stream never written") {
+  journal_spec<B> s;
+  CHECK(stream_seqs(s.j, "revision|default/never@main#1").empty());
+  CHECK(*s.j.highest_stream_seq("revision|default/never@main#1") == 0);
+}
+
+JOURNAL_SPEC("12. not replay permanently deleted messages") {
+  journal_spec<B> s;
+  REQUIRE(s.j.delete_stream_to(pid, 3).ok());
+  CHECK(s.replay({}) == seqs{4, 5});
+  CHECK(stream_seqs(s.j, other) == seqs{1, 2, 3});  // other streams untouched
+}
+
+JOURNAL_SPEC("13. not reset the highest sequence number after message deletion") {
+  journal_spec<B> s;
+  REQUIRE(s.j.delete_stream_to(pid, 3).ok());
+  CHECK(s.replay({}) == seqs{4, 5});
+  CHECK(s.highest() == 5);
+}
+
+JOURNAL_SPEC("14. not reset the highest sequence number after journal cleanup") {
+  journal_spec<B> s;
+  REQUIRE(s.j.delete_stream_to(pid, kMaxSeq).ok());
+  CHECK(s.replay({}).empty());
+  CHECK(s.highest() == 5);
+  // Appending continues after the old highest: numbers are never reused.
+  std::vector<events::v1::Envelope> next{make_event(pid, "p6")};
+  REQUIRE(s.j.append(next).ok());
+  CHECK(next[0].stream_seq() == 6);
+  CHECK(s.replay({}) == seqs{6});
+}
+
+// --- beyond the TCK: what weightd's journal adds --------------------------
+
+JOURNAL_SPEC("global seqs are gap-free from 1 and stream seqs count per stream") {
+  journal_spec<B> s;
+  auto all = read_all(s.j);
+  REQUIRE(all.size() == 8);
+  for (size_t i = 0; i < all.size(); ++i) CHECK(all[i].global_seq() == i + 1);
+  CHECK(*s.j.highest_seq() == 8);
+  std::vector<std::string> tags;
+  for (const auto& e : all) tags.push_back(tag_of(e));
+  CHECK(tags == std::vector<std::string>{"p1", "o1", "p2", "o2", "p3", "o3", "p4", "p5"});
+  CHECK(all[7].stream_seq() == 5);
+  CHECK(all[5].stream_seq() == 3);
+}
+
+JOURNAL_SPEC("the journal stamps writer id and schema version") {
+  journal_spec<B> s;
+  for (const auto& e : read_all(s.j)) {
+    CHECK(e.writer_id() == s.j.writer_id());
+    CHECK(e.schema_version() == 1);
+  }
+}
+
+JOURNAL_SPEC("read by global seq range honours bounds and limits") {
+  journal_spec<B> s;
+  CHECK(read_all(s.j, {3, 5, kMaxSeq}).size() == 3);
+  CHECK(read_all(s.j, {7, kMaxSeq, kMaxSeq}).size() == 2);
+  CHECK(read_all(s.j, {1, kMaxSeq, 2}).size() == 2);
+  CHECK(read_all(s.j, {9, kMaxSeq, kMaxSeq}).empty());
+  CHECK(read_all(s.j, {1, kMaxSeq, 0}).empty());
+}
+
+JOURNAL_SPEC("a rejected batch stores nothing and the journal stays usable") {
+  journal_spec<B> s;
+  std::vector<events::v1::Envelope> bad{make_event(pid, "p6"), events::v1::Envelope{}};
+  bad[1].set_stream(pid);  // no payload: invalid
+  auto st = s.j.append(bad);
+  CHECK(st.code() == errc::invalid_argument);
+  CHECK(st.message().find("event 1 of the batch has no payload") != std::string::npos);
+  CHECK(*s.j.highest_seq() == 8);
+  CHECK(s.highest() == 5);
+  std::vector<events::v1::Envelope> good{make_event(pid, "p6")};
+  REQUIRE(s.j.append(good).ok());
+  CHECK(good[0].global_seq() == 9);
+  CHECK(s.replay({}) == seqs{1, 2, 3, 4, 5, 6});
+}
+
+JOURNAL_SPEC("an event without a stream is refused, naming the problem") {
+  journal_spec<B> s;
+  std::vector<events::v1::Envelope> bad{make_event("", "x")};
+  auto st = s.j.append(bad);
+  CHECK(st.code() == errc::invalid_argument);
+  CHECK(st.message().find("no stream") != std::string::npos);
+}
+
+JOURNAL_SPEC("a visitor that returns false stops the read") {
+  journal_spec<B> s;
+  int seen = 0;
+  REQUIRE(s.j.read({}, [&](const events::v1::Envelope&) { return ++seen < 3; }).ok());
+  CHECK(seen == 3);
+}
+
+TEST_CASE("journal spec: the LMDB journal keeps everything across a reopen") {
+  journal_spec<lmdb_backend> s;
+  REQUIRE(s.j.delete_stream_to(pid, 2).ok());
+  auto first_writer = s.j.writer_id();
+  s.store.reopen();
+  auto& j = s.store.backend();
+  CHECK(j.writer_id() == first_writer + 1);  // a new incarnation
+  CHECK(stream_seqs(j, pid) == seqs{3, 4, 5});
+  CHECK(*j.highest_stream_seq(pid) == 5);
+  CHECK(*j.highest_seq() == 8);
+  std::vector<events::v1::Envelope> next{make_event(pid, "p6")};
+  REQUIRE(j.append(next).ok());
+  CHECK(next[0].global_seq() == 9);
+  CHECK(next[0].stream_seq() == 6);
+  CHECK(next[0].writer_id() == first_writer + 1);
+}
+
+JOURNAL_SPEC("read by type yields only that type, within bounds and limit") {
+  B store;
+  auto& j = store.backend();
+  for (int i = 0; i < 6; ++i) {
+    std::vector<events::v1::Envelope> one{make_event("system", "w" + std::to_string(i))};
+    if (i % 2) {
+      one[0].clear_payload();
+      one[0].mutable_lease_released()->set_lease_id(static_cast<uint64_t>(i));
+    }
+    REQUIRE(j.append(one).ok());
+  }
+  auto ids = [&](seq_range range) {
+    std::vector<uint64_t> out;
+    REQUIRE(persistence::read_type(j, "lease_released", range, [&](const events::v1::Envelope& e) {
+              out.push_back(e.lease_released().lease_id());
+              return true;
+            }).ok());
+    return out;
+  };
+  CHECK(ids({}) == seqs{1, 3, 5});
+  CHECK(ids({3, kMaxSeq, kMaxSeq}) == seqs{3, 5});
+  CHECK(ids({1, kMaxSeq, 2}) == seqs{1, 3});
+  CHECK(ids({1, kMaxSeq, 0}).empty());
+}
