@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
 
   spdlog::info("weightd ready version={} journal={} writer_id={} journal_seq={} objects={}",
                WEIGHTD_VERSION, journal_options.dir.string(), journal->writer_id(),
-               start_seq, recovered->objects.size());
+               start_seq, recovered->objects.objects.size());
 
   int signal = wait_for_shutdown_signal(signals);
   spdlog::info("weightd stopping signal={}", signal == SIGINT ? "SIGINT" : "SIGTERM");

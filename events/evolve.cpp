@@ -14,10 +14,15 @@ bool operator==(const object_record& a, const object_record& b) {
          a.created_at_ms == b.created_at_ms && a.hot == b.hot && a.cold == b.cold;
 }
 
+bool operator==(const object_index& a, const object_index& b) {
+  return a.objects == b.objects && a.groups == b.groups && a.hot_bytes == b.hot_bytes &&
+         a.cold_bytes == b.cold_bytes;
+}
+
 bool operator==(const store_state& a, const store_state& b) {
   return a.applied_seq == b.applied_seq && a.writer_id == b.writer_id &&
          a.writers_started == b.writers_started && a.last_event_ms == b.last_event_ms &&
-         a.objects == b.objects && a.hot_bytes == b.hot_bytes && a.cold_bytes == b.cold_bytes;
+         a.objects == b.objects;
 }
 
 namespace {
@@ -29,7 +34,7 @@ status refuse(const v1::Envelope& e, const std::string& why) {
 
 // --- objects ---------------------------------------------------------------
 
-void set_replica(store_state& s, object_record& o, v1::Tier tier, bool present) {
+void set_replica(object_index& s, object_record& o, v1::Tier tier, bool present) {
   bool& flag = tier == v1::TIER_HOT ? o.hot : o.cold;
   uint64_t& bytes = tier == v1::TIER_HOT ? s.hot_bytes : s.cold_bytes;
   if (flag == present) return;
@@ -37,7 +42,7 @@ void set_replica(store_state& s, object_record& o, v1::Tier tier, bool present) 
   if (present) bytes += o.size; else bytes -= o.size;
 }
 
-status apply_object_put(store_state& s, const v1::Envelope& e) {
+status apply_object_put(object_index& s, const v1::Envelope& e) {
   const auto& p = e.object_put();
   object_ref ref{p.tenant(), p.key()};
   if (s.objects.count(ref)) return refuse(e, "object already exists");
@@ -56,11 +61,12 @@ status apply_object_put(store_state& s, const v1::Envelope& e) {
   o.created_at_ms = e.timestamp_ms();
   auto& stored = s.objects.emplace(ref, std::move(o)).first->second;
   set_replica(s, stored, p.tier(), true);
+  if (!stored.group_id.empty()) s.groups[{ref.tenant, stored.group_id}].insert(ref.key);
   return {};
 }
 
 template <class Payload>
-status apply_replica_change(store_state& s, const v1::Envelope& e, const Payload& p,
+status apply_replica_change(object_index& s, const v1::Envelope& e, const Payload& p,
                             bool present) {
   auto it = s.objects.find(object_ref{p.tenant(), p.key()});
   if (it == s.objects.end()) return refuse(e, "unknown object");
@@ -70,23 +76,25 @@ status apply_replica_change(store_state& s, const v1::Envelope& e, const Payload
   return {};
 }
 
-status apply_object_removed(store_state& s, const v1::Envelope& e) {
+status apply_object_removed(object_index& s, const v1::Envelope& e) {
   const auto& p = e.object_removed();
   auto it = s.objects.find(object_ref{p.tenant(), p.key()});
   if (it == s.objects.end()) return refuse(e, "unknown object");
   set_replica(s, it->second, v1::TIER_HOT, false);
   set_replica(s, it->second, v1::TIER_COLD, false);
+  if (!it->second.group_id.empty()) {
+    auto group = s.groups.find({p.tenant(), it->second.group_id});
+    group->second.erase(p.key());
+    if (group->second.empty()) s.groups.erase(group);
+  }
   s.objects.erase(it);
   return {};
 }
 
 status apply_payload(store_state& s, const v1::Envelope& e) {
   using P = v1::Envelope::PayloadCase;
+  if (is_object_event(e)) return evolve_objects(s.objects, e);
   switch (e.payload_case()) {
-    case P::kObjectPut: return apply_object_put(s, e);
-    case P::kReplicaAdded: return apply_replica_change(s, e, e.replica_added(), true);
-    case P::kReplicaDropped: return apply_replica_change(s, e, e.replica_dropped(), false);
-    case P::kObjectRemoved: return apply_object_removed(s, e);
     case P::kWriterStarted:
       s.writer_id = e.writer_started().writer_id();
       ++s.writers_started;
@@ -101,6 +109,24 @@ status apply_payload(store_state& s, const v1::Envelope& e) {
 }
 
 }  // namespace
+
+bool is_object_event(const v1::Envelope& e) {
+  using P = v1::Envelope::PayloadCase;
+  auto c = e.payload_case();
+  return c == P::kObjectPut || c == P::kReplicaAdded || c == P::kReplicaDropped ||
+         c == P::kObjectRemoved;
+}
+
+status evolve_objects(object_index& index, const v1::Envelope& e) {
+  using P = v1::Envelope::PayloadCase;
+  switch (e.payload_case()) {
+    case P::kObjectPut: return apply_object_put(index, e);
+    case P::kReplicaAdded: return apply_replica_change(index, e, e.replica_added(), true);
+    case P::kReplicaDropped: return apply_replica_change(index, e, e.replica_dropped(), false);
+    case P::kObjectRemoved: return apply_object_removed(index, e);
+    default: return refuse(e, "not an object event");
+  }
+}
 
 status evolve(store_state& state, const v1::Envelope& event) {
   if (event.global_seq() <= state.applied_seq)

@@ -18,4 +18,11 @@ namespace weightd::events {
 /// replay reports it as corruption or a bug rather than folding nonsense.
 status evolve(store_state& state, const v1::Envelope& event);
 
+/// True for object_put, replica_added, replica_dropped and object_removed.
+bool is_object_event(const v1::Envelope& event);
+
+/// Applies one object event to an object index (the part of evolve() the
+/// object-store actor runs live). Refusals as for evolve().
+status evolve_objects(object_index& index, const v1::Envelope& event);
+
 }  // namespace weightd::events

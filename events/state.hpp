@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -46,16 +47,41 @@ struct object_record {
   friend bool operator==(const object_record& a, const object_record& b);
 };
 
+/// A payload group's address: (tenant, group_id).
+struct group_ref {
+  std::string tenant;
+  std::string group_id;
+  friend bool operator<(const group_ref& a, const group_ref& b) {
+    return std::tie(a.tenant, a.group_id) < std::tie(b.tenant, b.group_id);
+  }
+  friend bool operator==(const group_ref& a, const group_ref& b) {
+    return a.tenant == b.tenant && a.group_id == b.group_id;
+  }
+};
+
+/// The object key space: the fold of object events (the object-store actor
+/// owns the live copy).
+struct object_index {
+  std::map<object_ref, object_record> objects;
+  std::map<group_ref, std::set<std::string>> groups;  // members' keys, derived
+  uint64_t hot_bytes = 0;   // sum of sizes of objects with a HOT replica
+  uint64_t cold_bytes = 0;  // sum of sizes of objects with a COLD replica
+
+  const object_record* find(const object_ref& ref) const {
+    auto it = objects.find(ref);
+    return it == objects.end() ? nullptr : &it->second;
+  }
+  friend bool operator==(const object_index& a, const object_index& b);
+  friend bool operator!=(const object_index& a, const object_index& b) { return !(a == b); }
+};
+
 /// The whole folded state of a journal.
 struct store_state {
   uint64_t applied_seq = 0;  // global_seq of the last folded event
   uint64_t writer_id = 0;    // incarnation of the last writer seen
   uint64_t writers_started = 0;
   int64_t last_event_ms = 0; // timestamp of the last folded event
-
-  std::map<object_ref, object_record> objects;
-  uint64_t hot_bytes = 0;   // sum of sizes of objects with a HOT replica
-  uint64_t cold_bytes = 0;  // sum of sizes of objects with a COLD replica
+  object_index objects;
 
   friend bool operator==(const store_state& a, const store_state& b);
   friend bool operator!=(const store_state& a, const store_state& b) { return !(a == b); }

@@ -199,7 +199,8 @@ status lmdb_journal::with_read_txn(Fn&& fn) const {
   std::shared_lock lock(map_mutex_);
   MDB_txn* txn = nullptr;
   int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
-  if (rc == MDB_MAP_RESIZED) {  // the writing process grew the map: adopt its size
+  // Another process grew the map: adopt its size (it may grow again meanwhile).
+  for (int tries = 0; rc == MDB_MAP_RESIZED && tries < 100; ++tries) {
     lock.unlock();
     {
       std::unique_lock exclusive(map_mutex_);

@@ -33,13 +33,13 @@ v1::Envelope put(uint64_t seq, const std::string& key, uint64_t size, v1::Tier t
 TEST_CASE("evolve: a put registers the object with its first replica and creation time") {
   store_state s;
   REQUIRE(evolve(s, put(1, "a", 100, v1::TIER_HOT)).ok());
-  const auto& o = s.objects.at({"default", "a"});
+  const auto& o = s.objects.objects.at({"default", "a"});
   CHECK(o.hot);
   CHECK_FALSE(o.cold);
   CHECK(o.size == 100);
   CHECK(o.group_id == "weight:abc");
   CHECK(o.created_at_ms == 1001);
-  CHECK(s.hot_bytes == 100);
+  CHECK(s.objects.hot_bytes == 100);
   CHECK(s.applied_seq == 1);
 }
 
@@ -51,20 +51,20 @@ TEST_CASE("evolve: replicas come and go and tier bytes follow") {
   added.mutable_replica_added()->set_key("a");
   added.mutable_replica_added()->set_tier(v1::TIER_COLD);
   REQUIRE(evolve(s, added).ok());
-  CHECK(s.cold_bytes == 100);
+  CHECK(s.objects.cold_bytes == 100);
   auto dropped = at(3);
   dropped.mutable_replica_dropped()->set_tenant("default");
   dropped.mutable_replica_dropped()->set_key("a");
   dropped.mutable_replica_dropped()->set_tier(v1::TIER_HOT);
   REQUIRE(evolve(s, dropped).ok());
-  CHECK(s.hot_bytes == 0);
-  CHECK(s.objects.at({"default", "a"}).readable());
+  CHECK(s.objects.hot_bytes == 0);
+  CHECK(s.objects.objects.at({"default", "a"}).readable());
   auto removed = at(4);
   removed.mutable_object_removed()->set_tenant("default");
   removed.mutable_object_removed()->set_key("a");
   REQUIRE(evolve(s, removed).ok());
-  CHECK(s.objects.empty());
-  CHECK(s.cold_bytes == 0);
+  CHECK(s.objects.objects.empty());
+  CHECK(s.objects.cold_bytes == 0);
 }
 
 TEST_CASE("evolve: tenants have separate key spaces") {
@@ -73,7 +73,7 @@ TEST_CASE("evolve: tenants have separate key spaces") {
   auto other = put(2, "a", 2, v1::TIER_COLD);
   other.mutable_object_put()->set_tenant("acme");
   REQUIRE(evolve(s, other).ok());
-  CHECK(s.objects.size() == 2);
+  CHECK(s.objects.objects.size() == 2);
 }
 
 TEST_CASE("evolve: an event that cannot apply is refused with its seq and changes nothing") {

@@ -244,7 +244,7 @@ TEST_CASE("lmdb: a reader in another process sees a consistent prefix while the 
     });
     REQUIRE_MESSAGE(st.ok(), st.to_string());
     auto highest = reader->highest_seq();
-    REQUIRE(highest.ok());
+    REQUIRE_MESSAGE(highest.ok(), highest.error().to_string());
     CHECK(expected - 1 >= last_seen);  // never goes back
     last_seen = expected - 1;
     ++reads;
