@@ -7,11 +7,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "caf/all.hpp"
 #include "events/events.pb.h"
+#include "events/state.hpp"
 #include "events/status.hpp"
+#include "persistence/tier_store.hpp"
 
 namespace weightd::actors {
 
@@ -19,6 +23,19 @@ namespace weightd::actors {
 
 using append_atom = caf::atom_constant<caf::atom("append")>;
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using put_atom = caf::atom_constant<caf::atom("put")>;
+using abort_atom = caf::atom_constant<caf::atom("abort")>;
+using stat_atom = caf::atom_constant<caf::atom("stat")>;
+using remove_atom = caf::atom_constant<caf::atom("remove")>;
+using removeall_atom = caf::atom_constant<caf::atom("removeall")>;
+using evict_atom = caf::atom_constant<caf::atom("evict")>;
+using group_atom = caf::atom_constant<caf::atom("group")>;
+using drop_atom = caf::atom_constant<caf::atom("drop")>;
+using list_atom = caf::atom_constant<caf::atom("list")>;
+using guard_atom = caf::atom_constant<caf::atom("guard")>;
+using publish_atom = caf::atom_constant<caf::atom("publish")>;
+using copy_atom = caf::atom_constant<caf::atom("copy")>;
+using unlink_atom = caf::atom_constant<caf::atom("unlink")>;
 
 // ------------------------------------------------------------- messages
 
@@ -48,6 +65,105 @@ typename Inspector::result_type inspect(Inspector& f, journal_stats& x) {
            x.recent_batch_sizes);
 }
 
+/// Begins a put: what the client announces before streaming bytes.
+struct put_request {
+  std::string tenant;  // "" = "default"
+  std::string key;     // 1..4096 bytes, any bytes
+  events::v1::DataType data_type = events::v1::DATA_TYPE_GENERAL;
+  std::string group_id;
+  std::string affinity_id;
+  uint64_t size = 0;
+  events::v1::Tier tier = events::v1::TIER_UNSPECIFIED;  // = HOT
+  bool hard_pin = false;
+  /// The client's checksum of the bytes (lowercase hex), verified at the end.
+  std::string expected_checksum;
+  events::v1::ChecksumAlgorithm expected_algorithm = events::v1::CHECKSUM_XXH3_64;
+  bool want_sha256 = false;  // always computed for METADATA objects
+  std::string principal;
+};
+
+/// Where to stream a put's bytes; hand the digest back with the put id.
+struct put_ticket {
+  uint64_t put_id = 0;
+  std::string temp_path;
+  bool want_sha256 = false;
+  uint64_t enospc_after_bytes = 0;  // test hook of the tier (0 = off)
+};
+
+/// An object's metadata plus what only memory knows.
+struct object_info {
+  events::object_record record;
+  int64_t last_access_ms = 0;
+  int64_t read_lease_expiry_ms = 0;  // 0 = no live read lease
+  std::string managed_by;            // the owning revision, "" = not managed
+};
+
+/// A read: where the bytes are (HOT preferred) under a short read lease.
+struct read_grant {
+  object_info info;
+  events::v1::Tier tier = events::v1::TIER_HOT;
+  std::string path;
+};
+
+struct remove_outcome {
+  std::string key;
+  status result;
+};
+
+struct batch_removal {
+  std::vector<remove_outcome> results;  // in request order, duplicates dropped
+};
+
+struct removal_summary {
+  std::vector<std::string> removed_keys;
+  uint64_t skipped_managed = 0;
+  uint64_t skipped_leased = 0;
+  uint64_t skipped_busy = 0;
+};
+
+struct eviction_summary {
+  uint64_t evicted_objects = 0;
+  uint64_t freed_bytes = 0;
+  uint64_t skipped_managed = 0;
+  uint64_t skipped_pinned = 0;
+  uint64_t skipped_leased = 0;
+  uint64_t hot_used_bytes = 0;  // after the eviction
+};
+
+/// Every member of a payload group as the index knows it.
+struct group_snapshot {
+  std::string tenant;
+  std::string group_id;
+  std::vector<events::object_record> members;  // ordered by key
+};
+
+struct object_page {
+  std::vector<object_info> objects;
+  std::string next_start_after;  // "" at the end
+};
+
+/// The guard's view of a payload group owned by a weight revision.
+struct managed_group {
+  std::string owner;       // canonical revision id, for messages
+  bool importing = false;  // generic removal of members is allowed while importing
+};
+
+struct tier_usage {
+  uint64_t used_bytes = 0;      // committed replicas
+  uint64_t reserved_bytes = 0;  // puts and copies in flight
+  uint64_t capacity_bytes = 0;  // 0 = unlimited
+};
+
+struct store_stats {
+  tier_usage hot;
+  tier_usage cold;
+  uint64_t objects = 0;
+  std::map<std::string, uint64_t> guard_skips;  // by operation: evict, remove_all
+  uint64_t evicted_objects = 0;
+  uint64_t evicted_bytes = 0;
+  uint64_t reclaimed_puts = 0;
+};
+
 // ------------------------------------------------------------- interfaces
 
 /// The journal writer: the only appender of the journal. Group commit: every
@@ -62,8 +178,76 @@ using journal_actor = caf::typed_actor<
     // Replies with the writer's counters.
     caf::replies_to<stats_atom>::with<journal_stats>>;
 
+/// Blocking file work of the tiers, off the cooperative workers (detached).
+using io_actor = caf::typed_actor<
+    // Publishes a finished temp file as the replica of an object in a tier
+    // (fsync + rename + directory fsync for COLD).
+    caf::replies_to<publish_atom, events::v1::Tier, std::string, events::object_ref>::with<bool>,
+    // Copies an object's replica from the other tier into `tier` through the
+    // named temp file, publishes it, and replies with the digest of the copy.
+    caf::replies_to<copy_atom, events::v1::Tier, events::object_ref, std::string>::with<
+        persistence::blob_digest>,
+    // Deletes files (replicas already unregistered, abandoned temp files).
+    caf::reacts_to<unlink_atom, std::vector<std::string>>>;
+
+/// The object store: the master's key space (SPEC §2). Owns the object index,
+/// tier capacity accounting, read leases, access times and the guard.
+using object_store_actor = caf::typed_actor<
+    // Put, step 1: validates, reserves capacity (evicting when needed) and
+    // replies with where to stream the bytes.
+    caf::replies_to<put_atom, put_request>::with<put_ticket>,
+    // Put, step 2: the streamed bytes' digest; verifies, publishes, journals,
+    // registers. The object is visible when this replies.
+    caf::replies_to<put_atom, uint64_t, persistence::blob_digest>::with<object_info>,
+    // Abandons a put (the client went away): capacity returned, file deleted.
+    caf::reacts_to<abort_atom, uint64_t>,
+    // Get: where to read an object's bytes, granting a short read lease.
+    caf::replies_to<caf::get_atom, std::string, std::string>::with<read_grant>,
+    // Stat: an object's metadata (no lease, no access).
+    caf::replies_to<stat_atom, std::string, std::string>::with<object_info>,
+    // Remove(tenant, key, force).
+    caf::replies_to<remove_atom, std::string, std::string, bool>::with<object_info>,
+    // BatchRemove(tenant, keys, force): per-key results.
+    caf::replies_to<remove_atom, std::string, std::vector<std::string>, bool>::with<batch_removal>,
+    // RemoveAll(tenant, prefix): skips managed and leased objects.
+    caf::replies_to<removeall_atom, std::string, std::string>::with<removal_summary>,
+    // Evict(target_ratio): frees HOT bytes down to target_ratio x capacity.
+    caf::replies_to<evict_atom, double>::with<eviction_summary>,
+    // Every member of a payload group (commit validation uses it).
+    caf::replies_to<group_atom, std::string, std::string>::with<group_snapshot>,
+    // Adds a replica in a tier by copying from the other (migration).
+    caf::replies_to<caf::add_atom, std::string, std::string, events::v1::Tier>::with<object_info>,
+    // Drops a replica of a tier; never the last one (migration).
+    caf::replies_to<drop_atom, std::string, std::string, events::v1::Tier,
+                    events::v1::RemovalReason>::with<object_info>,
+    // List(tenant, prefix, start_after, limit).
+    caf::replies_to<list_atom, std::string, std::string, std::string, uint32_t>::with<object_page>,
+    // Marks a payload group as managed by a revision (the guard).
+    caf::reacts_to<guard_atom, std::string, std::string, managed_group>,
+    // Forgets a managed group (its revision was deleted).
+    caf::reacts_to<guard_atom, std::string, std::string>,
+    // Expires abandoned puts and read leases; the store ticks itself.
+    caf::reacts_to<caf::tick_atom>,
+    // Usage, counters.
+    caf::replies_to<stats_atom>::with<store_stats>>;
+
 }  // namespace weightd::actors
 
 // Protobuf messages have no inspect(): event batches are local-only messages.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::event_batch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::put_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::put_ticket)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::object_info)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::read_grant)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::batch_removal)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::removal_summary)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::eviction_summary)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::group_snapshot)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::object_page)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::managed_group)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::store_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::events::object_ref)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::persistence::blob_digest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::events::v1::Tier)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::events::v1::RemovalReason)
 CAF_ERROR_CODE_ENUM(weightd::errc, "weightd")

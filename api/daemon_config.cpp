@@ -19,6 +19,24 @@ void add_daemon_options(CLI::App& app, daemon_config& c) {
   app.add_option("--journal-max-map-bytes", c.journal_max_map_bytes,
                  "Largest size the journal may grow to")
       ->capture_default_str();
+  app.add_option("--hot-dir", c.hot_dir,
+                 "HOT (memory) tier directory, on tmpfs: bytes survive a daemon restart, not a reboot")
+      ->capture_default_str();
+  app.add_option("--hot-capacity-bytes", c.hot_capacity_bytes,
+                 "Bytes the HOT tier may hold; eviction keeps it below the high watermark")
+      ->capture_default_str();
+  app.add_option("--cold-dir", c.cold_dir, "COLD (disk) tier directory (default: <data-dir>/cold)");
+  app.add_option("--cold-capacity-bytes", c.cold_capacity_bytes,
+                 "Bytes the COLD tier may hold (0 = as much as the disk holds)")
+      ->capture_default_str();
+  app.add_option("--verify-on-start", c.verify_on_start,
+                 "At startup, check every replica's size and checksum (checksum) or only its "
+                 "size (size: faster for large COLD tiers)")
+      ->check(CLI::IsMember({"checksum", "size"}))
+      ->capture_default_str();
+  app.add_option("--io-workers", c.io_workers, "Threads for blocking file work (fsync, copies)")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();

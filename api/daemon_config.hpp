@@ -18,12 +18,19 @@ struct daemon_config {
   std::string journal_sync = "sync";
   uint64_t journal_initial_map_bytes = 64ull << 20;
   uint64_t journal_max_map_bytes = 1ull << 40;
+  std::string hot_dir = "/dev/shm/weightd-7070";
+  uint64_t hot_capacity_bytes = 1ull << 30;
+  std::string cold_dir;  // default: <data_dir>/cold
+  uint64_t cold_capacity_bytes = 0;
+  std::string verify_on_start = "checksum";
+  unsigned io_workers = 4;
   std::string log_level = "info";
   unsigned threads = 0;  // CAF workers; 0 = number of cores
 
   std::string journal_path() const {
     return journal_dir.empty() ? data_dir + "/journal" : journal_dir;
   }
+  std::string cold_path() const { return cold_dir.empty() ? data_dir + "/cold" : cold_dir; }
   persistence::durability durability() const {
     return journal_sync == "nosync" ? persistence::durability::nosync
                                     : persistence::durability::sync;

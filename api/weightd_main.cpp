@@ -1,6 +1,6 @@
-// weightd: the daemon. This build opens (and recovers) the journal, records
-// its incarnation, and runs until SIGINT/SIGTERM; the tiers and the gRPC API
-// are added by the issues that build them.
+// weightd: the daemon. This build recovers the journal and the tiers, runs
+// the object store, and stops on SIGINT/SIGTERM; the gRPC API that serves it
+// is added by the API issue.
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -8,24 +8,10 @@
 #include <unistd.h>
 
 #include "actors/errors.hpp"
-#include "actors/journal_writer.hpp"
+#include "actors/node.hpp"
 #include "api/daemon_config.hpp"
-#include "persistence/lmdb_journal.hpp"
-#include "persistence/replay.hpp"
 
 namespace {
-
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
 
 /// Blocks until SIGINT or SIGTERM arrives (they are blocked in every thread).
 int wait_for_shutdown_signal(sigset_t& signals) {
@@ -53,27 +39,6 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
 
-  persistence::lmdb_options journal_options;
-  journal_options.dir = config.journal_path();
-  journal_options.mode = config.durability();
-  journal_options.initial_map_bytes = config.journal_initial_map_bytes;
-  journal_options.max_map_bytes = config.journal_max_map_bytes;
-  auto opened = persistence::lmdb_journal::open(journal_options);
-  if (!opened) {
-    spdlog::error("journal open failed path={} error=\"{}\"", journal_options.dir.string(),
-                  opened.error().to_string());
-    return 1;
-  }
-  std::shared_ptr<persistence::lmdb_journal> journal = std::move(*opened);
-
-  auto recovered = persistence::fold_journal(*journal);
-  if (!recovered) {
-    spdlog::error("journal recovery failed error=\"{}\"; keep a copy of {} and run "
-                  "`weightctl journal verify`",
-                  recovered.error().to_string(), journal_options.dir.string());
-    return 1;
-  }
-
   caf::actor_system_config cfg;
   actors::add_error_category(cfg);
   unsigned threads = config.threads ? config.threads : std::thread::hardware_concurrency();
@@ -83,35 +48,37 @@ int main(int argc, char** argv) {
   // (bench/journal_bench: 1 appender 0.9x of raw LMDB vs 0.6x with stealing).
   cfg.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system sys{cfg};
-  auto writer = actors::spawn_journal_writer(sys, journal);
 
-  // Record this incarnation: the first event of every daemon run.
-  events::v1::Envelope started;
-  started.set_stream("system");
-  started.set_timestamp_ms(now_ms());
-  auto* payload = started.mutable_writer_started();
-  payload->set_writer_id(journal->writer_id());
-  payload->set_version(WEIGHTD_VERSION);
-  payload->set_hostname(host_name());
-  caf::scoped_actor self{sys};
-  status append_result;
-  uint64_t start_seq = 0;
-  self->request(writer, std::chrono::seconds(30), actors::append_atom::value,
-                actors::event_batch{{started}})
-      .receive([&](actors::event_batch& done) { start_seq = done.events.back().global_seq(); },
-               [&](caf::error& err) { append_result = actors::to_status(err); });
-  if (!append_result.ok()) {
-    spdlog::error("cannot record the daemon start error=\"{}\"", append_result.to_string());
-    self->send_exit(writer, caf::exit_reason::user_shutdown);
+  actors::node_config node_config;
+  node_config.journal.dir = config.journal_path();
+  node_config.journal.mode = config.durability();
+  node_config.journal.initial_map_bytes = config.journal_initial_map_bytes;
+  node_config.journal.max_map_bytes = config.journal_max_map_bytes;
+  node_config.hot = {events::v1::TIER_HOT, config.hot_dir, config.hot_capacity_bytes, false};
+  node_config.cold = {events::v1::TIER_COLD, config.cold_path(), config.cold_capacity_bytes, true};
+  node_config.io_workers = config.io_workers;
+  node_config.verify_checksums_on_start = config.verify_on_start == "checksum";
+  node_config.version = WEIGHTD_VERSION;
+  auto started = actors::node::start(sys, node_config);
+  if (!started) {
+    spdlog::error("weightd cannot start error=\"{}\"", started.error().to_string());
     return 1;
   }
-
-  spdlog::info("weightd ready version={} journal={} writer_id={} journal_seq={} objects={}",
-               WEIGHTD_VERSION, journal_options.dir.string(), journal->writer_id(),
-               start_seq, recovered->objects.objects.size());
+  auto& node = **started;
+  const auto& state = node.recovered();
+  const auto& report = node.recovery();
+  if (report.lost_replicas + report.corrupt_replicas > 0)
+    spdlog::warn("replicas dropped at startup lost={} corrupt={} (their files were missing or "
+                 "damaged; objects without a replica left are unreadable)",
+                 report.lost_replicas, report.corrupt_replicas);
+  spdlog::info("weightd ready version={} journal={} writer_id={} journal_seq={} objects={} "
+               "hot_bytes={} cold_bytes={} orphan_files_removed={}",
+               WEIGHTD_VERSION, node_config.journal.dir.string(), node.backend()->writer_id(),
+               state.applied_seq, state.objects.objects.size(), state.objects.hot_bytes,
+               state.objects.cold_bytes, report.orphan_files);
 
   int signal = wait_for_shutdown_signal(signals);
   spdlog::info("weightd stopping signal={}", signal == SIGINT ? "SIGINT" : "SIGTERM");
-  self->send_exit(writer, caf::exit_reason::user_shutdown);
+  node.stop();
   return 0;
 }

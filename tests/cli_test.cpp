@@ -46,8 +46,9 @@ struct daemon_process {
     pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-      execl(WEIGHTD_DAEMON, WEIGHTD_DAEMON, "--data-dir", data_dir.c_str(), "--log-level", "warn",
-            static_cast<char*>(nullptr));
+      auto hot = (data_dir / "hot").string();
+      execl(WEIGHTD_DAEMON, WEIGHTD_DAEMON, "--data-dir", data_dir.c_str(), "--hot-dir",
+            hot.c_str(), "--log-level", "warn", static_cast<char*>(nullptr));
       _exit(127);
     }
   }
@@ -93,9 +94,23 @@ TEST_CASE("cli: each daemon run is an incarnation recorded in the journal") {
   }
   auto dump = run(weightctl("journal dump --data-dir " + dir.path().string()));
   REQUIRE(dump.exit_code == 0);
+  CHECK(std::filesystem::is_directory(dir.path() / "cold" / "objects"));
+  CHECK(std::filesystem::is_directory(dir.path() / "hot" / "objects"));
   CHECK(count_lines(dump.output) == 2);
   CHECK(dump.output.find("#1 ") == 0);
   CHECK(dump.output.find("system#2 writer_started {\"writer_id\":\"2\"") != std::string::npos);
+}
+
+TEST_CASE("cli: a second daemon on the same directories is refused with a clear error") {
+  temp_dir dir;
+  daemon_process first{dir.path()};
+  REQUIRE(wait_for_events(dir.path(), 1));
+  auto hot = (dir.path() / "hot").string();
+  auto second = run(std::string{WEIGHTD_DAEMON} + " --data-dir " + dir.path().string() +
+                    " --hot-dir " + hot);
+  CHECK(second.exit_code == 1);
+  CHECK(second.output.find("another weightd") != std::string::npos);
+  CHECK(first.stop() == 0);
 }
 
 TEST_CASE("cli: journal dump filters by seq range, stream and type, as text or JSON") {

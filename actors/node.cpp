@@ -1,0 +1,115 @@
+#include "actors/node.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "actors/journal_writer.hpp"
+#include "events/evolve.hpp"
+#include "persistence/replay.hpp"
+
+namespace weightd::actors {
+
+namespace {
+std::string host_name() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+/// Takes an exclusive lock on <dir>/weightd.lock: two daemons sharing a
+/// journal or a tier would corrupt each other's view of the store.
+result<int> lock_directory(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  auto path = dir / "weightd.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return status{errc::internal, "cannot open " + path.string() + ": " + std::strerror(errno)};
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return status{errc::busy, "another weightd uses " + dir.string() +
+                                  "; stop it or give this one other directories"};
+  }
+  return fd;
+}
+
+}  // namespace
+
+result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config config,
+                                          std::shared_ptr<persistence::journal_backend> backend) {
+  std::unique_ptr<node> n{new node};
+  n->sys_ = &sys;
+  if (!config.objects.now_ms)
+    config.objects.now_ms = [] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+  for (const auto& dir : {config.hot.dir, config.cold.dir}) {
+    auto fd = lock_directory(dir);
+    if (!fd) return fd.error();
+    n->locks_.push_back(*fd);
+  }
+  if (!backend) {
+    auto fd = lock_directory(config.journal.dir);
+    if (!fd) return fd.error();
+    n->locks_.push_back(*fd);
+    auto opened = persistence::lmdb_journal::open(config.journal);
+    if (!opened) return opened.error();
+    backend = std::move(*opened);
+  }
+  n->backend_ = backend;
+
+  // 1. Rebuild the state: the fold of the journal.
+  auto folded = persistence::fold_journal(*backend);
+  if (!folded) return folded.error();
+  n->recovered_ = std::move(*folded);
+
+  // 2. Record this incarnation, then check the tiers against the index.
+  tiers files{std::make_shared<persistence::tier_store>(config.hot),
+              std::make_shared<persistence::tier_store>(config.cold)};
+  for (const auto* tier : {files.hot.get(), files.cold.get()})
+    if (auto st = tier->init(); !st.ok()) return st;
+  auto now = config.objects.now_ms();
+  std::vector<events::v1::Envelope> startup;
+  events::v1::Envelope started;
+  started.set_stream("system");
+  started.set_timestamp_ms(now);
+  started.mutable_writer_started()->set_writer_id(backend->writer_id());
+  started.mutable_writer_started()->set_version(config.version);
+  started.mutable_writer_started()->set_hostname(host_name());
+  startup.push_back(std::move(started));
+  for (auto& e : replica_corrections(n->recovered_.objects, files,
+                                     config.verify_checksums_on_start, now, n->report_))
+    startup.push_back(std::move(e));
+  if (auto st = backend->append(startup); !st.ok()) return st;
+  for (const auto& e : startup)
+    if (auto st = events::evolve(n->recovered_, e); !st.ok()) return st;
+  remove_orphan_files(n->recovered_.objects, files, n->report_);
+
+  // 3. Spawn the actors on the recovered state.
+  n->journal_ = spawn_journal_writer(sys, backend, journal_writer_options{config.detached});
+  for (size_t i = 0; i < std::max<size_t>(1, config.io_workers); ++i)
+    n->io_.push_back(spawn_io_worker(sys, files, config.detached));
+  n->objects_ = spawn_object_store(sys, config.objects,
+                                   object_store_deps{n->journal_, n->io_, files,
+                                                     n->recovered_.objects});
+  return n;
+}
+
+void node::stop() {
+  if (!sys_) return;
+  caf::anon_send_exit(objects_, caf::exit_reason::user_shutdown);
+  for (auto& io : io_) caf::anon_send_exit(io, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(journal_, caf::exit_reason::user_shutdown);
+  sys_ = nullptr;
+}
+
+node::~node() {
+  stop();
+  for (int fd : locks_) ::close(fd);
+}
+
+}  // namespace weightd::actors

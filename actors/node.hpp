@@ -1,0 +1,59 @@
+// The embedding facade: what a host master constructs to run weightd inside
+// its own process. It opens the journal, rebuilds the state from it, checks
+// the tiers' files, and spawns the actors; the host then talks to the typed
+// actor handles (actors.hpp) or through the daemon's gRPC API.
+#pragma once
+
+#include <memory>
+
+#include "actors/object_recovery.hpp"
+#include "actors/object_store.hpp"
+#include "events/state.hpp"
+#include "persistence/journal_backend.hpp"
+#include "persistence/lmdb_journal.hpp"
+
+namespace weightd::actors {
+
+struct node_config {
+  persistence::lmdb_options journal;  // ignored when a backend is handed in
+  persistence::tier_options hot{events::v1::TIER_HOT, "/dev/shm/weightd-7070", 1ull << 30};
+  persistence::tier_options cold{events::v1::TIER_COLD, "./var/cold", 0, true};
+  object_store_config objects;
+  size_t io_workers = 4;
+  bool detached = true;                 // journal writer and I/O workers on own threads
+  bool verify_checksums_on_start = true;  // else sizes only
+  std::string version = "dev";          // recorded in the writer_started event
+};
+
+class node {
+ public:
+  /// Starts weightd on `sys`. `backend` overrides the LMDB journal (tests).
+  static result<std::unique_ptr<node>> start(
+      caf::actor_system& sys, node_config config,
+      std::shared_ptr<persistence::journal_backend> backend = nullptr);
+  ~node();
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
+
+  journal_actor journal() const { return journal_; }
+  object_store_actor objects() const { return objects_; }
+  std::shared_ptr<persistence::journal_backend> backend() const { return backend_; }
+  /// The state folded from the journal at startup (after the tier check).
+  const events::store_state& recovered() const { return recovered_; }
+  const recovery_report& recovery() const { return report_; }
+  /// Stops the actors (in-flight requests get errors).
+  void stop();
+
+ private:
+  node() = default;
+  caf::actor_system* sys_ = nullptr;
+  std::shared_ptr<persistence::journal_backend> backend_;
+  journal_actor journal_;
+  std::vector<io_actor> io_;
+  object_store_actor objects_;
+  std::vector<int> locks_;  // flock'ed files of the directories this node owns
+  events::store_state recovered_;
+  recovery_report report_;
+};
+
+}  // namespace weightd::actors

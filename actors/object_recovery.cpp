@@ -1,0 +1,49 @@
+#include "actors/object_recovery.hpp"
+
+#include <set>
+
+namespace weightd::actors {
+
+namespace v1 = events::v1;
+
+std::vector<v1::Envelope> replica_corrections(const events::object_index& index,
+                                              const tiers& files, bool checksums, int64_t now_ms,
+                                              recovery_report& report) {
+  std::vector<v1::Envelope> out;
+  for (const auto& [ref, record] : index.objects) {
+    for (auto tier : {v1::TIER_HOT, v1::TIER_COLD}) {
+      if (!(tier == v1::TIER_HOT ? record.hot : record.cold)) continue;
+      auto check = files.of(tier).verify(ref, record.size, record.checksum, checksums);
+      if (check == persistence::replica_check::ok) continue;
+      bool lost = check == persistence::replica_check::missing;
+      ++(lost ? report.lost_replicas : report.corrupt_replicas);
+      v1::Envelope e;
+      e.set_stream("object|" + ref.tenant + "/" + ref.key);
+      e.set_timestamp_ms(now_ms);
+      auto* dropped = e.mutable_replica_dropped();
+      dropped->set_tenant(ref.tenant);
+      dropped->set_key(ref.key);
+      dropped->set_tier(tier);
+      dropped->set_reason(lost ? v1::REMOVAL_LOST : v1::REMOVAL_CORRUPT);
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+void remove_orphan_files(const events::object_index& index, const tiers& files,
+                         recovery_report& report) {
+  for (auto tier : {v1::TIER_HOT, v1::TIER_COLD}) {
+    const auto& store = files.of(tier);
+    std::set<std::filesystem::path> owned;
+    for (const auto& [ref, record] : index.objects)
+      if (tier == v1::TIER_HOT ? record.hot : record.cold) owned.insert(store.object_path(ref));
+    for (const auto& path : store.list_files()) {
+      if (owned.count(path)) continue;
+      persistence::tier_store::remove_file(path);
+      ++report.orphan_files;
+    }
+  }
+}
+
+}  // namespace weightd::actors

@@ -1,0 +1,30 @@
+// Startup check of the tiers against the object index (the fold of the
+// journal): the journal says which replicas exist, the files say which
+// survived. Runs before the actors start, on the starting thread.
+#pragma once
+
+#include <vector>
+
+#include "actors/io_worker.hpp"
+#include "events/events.pb.h"
+#include "events/state.hpp"
+
+namespace weightd::actors {
+
+struct recovery_report {
+  uint64_t lost_replicas = 0;     // file missing (e.g. tmpfs emptied by a reboot)
+  uint64_t corrupt_replicas = 0;  // wrong size or checksum
+  uint64_t orphan_files = 0;      // files no replica owns: crashed puts, copies, removals
+};
+
+/// The events that drop every replica whose file is missing (reason LOST) or
+/// has the wrong size or, when `checksums`, the wrong xxh3 (reason CORRUPT).
+std::vector<events::v1::Envelope> replica_corrections(const events::object_index& index,
+                                                      const tiers& files, bool checksums,
+                                                      int64_t now_ms, recovery_report& report);
+
+/// Deletes every file in the tiers that no replica of `index` owns.
+void remove_orphan_files(const events::object_index& index, const tiers& files,
+                         recovery_report& report);
+
+}  // namespace weightd::actors
