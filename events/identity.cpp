@@ -1,0 +1,150 @@
+#include "events/identity.hpp"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+
+namespace weightd::events {
+
+namespace {
+
+std::string sha256_hex(const std::string& data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), out, &len, EVP_sha256(), nullptr);
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  for (unsigned i = 0; i < len; ++i) {
+    hex += digits[out[i] >> 4];
+    hex += digits[out[i] & 0xf];
+  }
+  return hex;
+}
+
+status check_part(const std::string& field, std::string& value, const char* fallback) {
+  if (value.empty() && fallback) value = fallback;
+  if (value.empty()) return {errc::invalid_argument, field + " is empty"};
+  if (value.size() > 1024)
+    return {errc::invalid_argument,
+            field + " is " + std::to_string(value.size()) + " bytes; the limit is 1024"};
+  for (unsigned char c : value)
+    if (c < 0x20 || c == 0x7f)
+      return {errc::invalid_argument, field + " contains a control character"};
+  return {};
+}
+
+}  // namespace
+
+revision_key revision_key::from_proto(const v1::RevisionId& id) {
+  return {id.tenant(), id.ns(), id.resource(), id.revision(), id.weight_generation()};
+}
+
+v1::RevisionId revision_key::to_proto() const {
+  v1::RevisionId id;
+  id.set_tenant(tenant);
+  id.set_ns(ns);
+  id.set_resource(resource);
+  id.set_revision(revision);
+  id.set_weight_generation(generation);
+  return id;
+}
+
+result<revision_key> checked_revision_key(const v1::RevisionId& id, const std::string& field) {
+  auto key = revision_key::from_proto(id);
+  if (auto st = check_part(field + ".tenant", key.tenant, "default"); !st.ok()) return st;
+  if (auto st = check_part(field + ".ns", key.ns, "default"); !st.ok()) return st;
+  if (auto st = check_part(field + ".resource", key.resource, nullptr); !st.ok()) return st;
+  if (auto st = check_part(field + ".revision", key.revision, nullptr); !st.ok()) return st;
+  if (key.generation == 0)
+    return status{errc::invalid_argument, field + ".weight_generation must be at least 1"};
+  return key;
+}
+
+std::string canonical_text(const revision_key& id) {
+  std::string out = id.tenant == "default" ? "" : id.tenant + ":";
+  out += id.ns + "/" + id.resource + "@" + id.revision;
+  if (id.generation) out += "#" + std::to_string(id.generation);
+  return out;
+}
+
+result<revision_key> parse_canonical_text(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return status{errc::invalid_argument,
+                  "'" + text + "' is not a revision id (" + why +
+                      "); write [tenant:]ns/resource@revision[#generation], e.g. "
+                      "default/llama-3-8b@main#1"};
+  };
+  revision_key key;
+  std::string rest = text;
+  auto slash = rest.find('/');
+  if (slash == std::string::npos) return bad("no '/'");
+  auto colon = rest.find(':');
+  if (colon != std::string::npos && colon < slash) {
+    key.tenant = rest.substr(0, colon);
+    rest = rest.substr(colon + 1);
+    slash = rest.find('/');
+  }
+  key.ns = rest.substr(0, slash);
+  rest = rest.substr(slash + 1);
+  auto at = rest.rfind('@');
+  if (at == std::string::npos) return bad("no '@'");
+  key.resource = rest.substr(0, at);
+  rest = rest.substr(at + 1);
+  auto hash = rest.rfind('#');
+  if (hash != std::string::npos) {
+    auto digits = rest.substr(hash + 1);
+    if (digits.empty() || digits.size() > 20 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return bad("the generation after '#' is not a number");
+    key.generation = std::stoull(digits);
+    if (key.generation == 0) return bad("generation 0");
+    rest = rest.substr(0, hash);
+  }
+  key.revision = rest;
+  for (auto* part : {&key.tenant, &key.ns, &key.resource, &key.revision})
+    if (part->empty()) return bad("an empty part");
+  return key;
+}
+
+std::string revision_stream(const revision_key& id) { return "revision|" + canonical_text(id); }
+
+std::string length_prefixed(const std::string& x) {
+  return std::to_string(x.size()) + ":" + x + "\n";
+}
+
+std::string percent_encode(const std::string& x) {
+  static const char* digits = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : x) {
+    bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '_' || c == '.' || c == '~';
+    if (plain) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += digits[c >> 4];
+      out += digits[c & 0xf];
+    }
+  }
+  return out;
+}
+
+std::string payload_group_id(const revision_key& id) {
+  return "weight:" + sha256_hex(length_prefixed(id.tenant) + length_prefixed(id.ns) +
+                                length_prefixed(id.resource) + length_prefixed(id.revision) +
+                                length_prefixed(std::to_string(id.generation)));
+}
+
+std::string manifest_key(const revision_key& id) {
+  return "weights/" + percent_encode(id.ns) + "/" + percent_encode(id.resource) + "/" +
+         percent_encode(id.revision) + "/" + std::to_string(id.generation) + "/manifest";
+}
+
+std::string payload_keys_sha256(std::vector<std::string> keys) {
+  std::sort(keys.begin(), keys.end());
+  std::string all;
+  for (const auto& k : keys) all += length_prefixed(k);
+  return sha256_hex(all);
+}
+
+}  // namespace weightd::events
