@@ -8,11 +8,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "caf/all.hpp"
 #include "events/events.pb.h"
+#include "events/revision_state.hpp"
 #include "events/state.hpp"
 #include "events/status.hpp"
 #include "persistence/tier_store.hpp"
@@ -130,11 +132,13 @@ struct eviction_summary {
   uint64_t hot_used_bytes = 0;  // after the eviction
 };
 
-/// Every member of a payload group as the index knows it.
+/// Every member of a payload group as the index knows it, plus the records of
+/// asked-for keys that exist outside the group.
 struct group_snapshot {
   std::string tenant;
   std::string group_id;
   std::vector<events::object_record> members;  // ordered by key
+  std::map<std::string, events::object_record> outside;
 };
 
 struct object_page {
@@ -162,6 +166,89 @@ struct store_stats {
   uint64_t evicted_objects = 0;
   uint64_t evicted_bytes = 0;
   uint64_t reclaimed_puts = 0;
+};
+
+// ------------------------------------------------------- revision commands
+// Every mutation carries expected_generation (SPEC §4), the principal and the
+// client's request id (both recorded in the journal envelope).
+
+struct begin_import {
+  events::revision_key id;
+  std::string payload_group_id;  // "" = the server fills the canonical one
+  uint64_t expected_payload_count = 0;
+  uint64_t expected_logical_bytes = 0;
+  bool has_policy = false;
+  events::policy policy;
+  uint64_t affinity_count = 0;  // 0 = not given
+  std::string principal, request_id;
+};
+
+struct commit_import {
+  events::revision_key id;
+  uint64_t expected_generation = 0;
+  events::manifest_ref manifest;
+  std::vector<std::string> payload_keys;
+  std::string principal, request_id;
+};
+
+struct abort_import {
+  events::revision_key id;
+  uint64_t expected_generation = 0;
+  std::vector<std::string> keys_to_remove;
+  std::string principal, request_id;
+};
+
+struct update_policy {
+  events::revision_key id;
+  uint64_t expected_generation = 0;
+  events::policy policy;
+  std::string principal, request_id;
+};
+
+struct remove_revision {
+  events::revision_key id;
+  uint64_t expected_generation = 0;
+  int64_t drain_timeout_ms = 0;
+  std::string principal, request_id;
+};
+
+struct get_revision {
+  events::revision_key id;
+  bool include_hidden = false;
+};
+
+struct list_revisions {
+  std::string tenant = "default";
+  std::string ns = "default";
+  std::string resource;  // "" = every resource
+  std::vector<events::v1::Availability> states;  // empty = READY and DEGRADED
+  std::string page_token;
+  uint32_t limit = 0;  // 0 = 100, at most 1000
+};
+
+/// RevisionView (SPEC §3): the record plus lease facts.
+struct revision_view {
+  events::revision_record record;
+  uint32_t active_lease_count = 0;
+  int64_t nearest_lease_expiry_ms = 0;
+  std::optional<events::operation_record> operation;  // the active one
+};
+
+struct refused_key {
+  std::string key;
+  std::string reason;
+};
+
+/// What AbortImport and RemoveRevision return.
+struct removal_result {
+  revision_view view;
+  std::vector<std::string> removed_keys;  // removed or already absent, manifest last
+  std::vector<refused_key> refused_keys;
+};
+
+struct revision_page {
+  std::vector<revision_view> revisions;
+  std::string next_page_token;  // "" at the end
 };
 
 // ------------------------------------------------------------- interfaces
@@ -213,8 +300,14 @@ using object_store_actor = caf::typed_actor<
     caf::replies_to<removeall_atom, std::string, std::string>::with<removal_summary>,
     // Evict(target_ratio): frees HOT bytes down to target_ratio x capacity.
     caf::replies_to<evict_atom, double>::with<eviction_summary>,
-    // Every member of a payload group (commit validation uses it).
-    caf::replies_to<group_atom, std::string, std::string>::with<group_snapshot>,
+    // Every member of a payload group (commit validation uses it), plus the
+    // records of the listed keys that exist outside the group.
+    caf::replies_to<group_atom, std::string, std::string, std::vector<std::string>>::with<
+        group_snapshot>,
+    // Lifecycle removal (a revision's abort or delete): bypasses the guard
+    // and object read leases; per-key results.
+    caf::replies_to<remove_atom, std::string, std::vector<std::string>,
+                    events::v1::RemovalReason>::with<batch_removal>,
     // Adds a replica in a tier by copying from the other (migration).
     caf::replies_to<caf::add_atom, std::string, std::string, events::v1::Tier>::with<object_info>,
     // Drops a replica of a tier; never the last one (migration).
@@ -230,6 +323,39 @@ using object_store_actor = caf::typed_actor<
     caf::reacts_to<caf::tick_atom>,
     // Usage, counters.
     caf::replies_to<stats_atom>::with<store_stats>>;
+
+/// Whoever wants a revision's new view after every change (the registry).
+using revision_listener = caf::typed_actor<
+    // A revision applied events: its new view.
+    caf::reacts_to<revision_view>>;
+
+/// The revision commands both the registry and each revision actor accept.
+using revision_commands = caf::typed_actor<
+    // BeginImport: a new IMPORTING revision (or the same one again).
+    caf::replies_to<begin_import>::with<revision_view>,
+    // CommitImport: validates the group, then READY + HOT.
+    caf::replies_to<commit_import>::with<revision_view>,
+    // AbortImport: DELETING, members and keys_to_remove removed, DELETED.
+    caf::replies_to<abort_import>::with<removal_result>,
+    // UpdatePolicy on READY/DEGRADED.
+    caf::replies_to<update_policy>::with<revision_view>,
+    // RemoveRevision: DELETING, payloads then manifest removed, DELETED.
+    caf::replies_to<remove_revision>::with<removal_result>,
+    // GetRevision (hidden states only with include_hidden).
+    caf::replies_to<get_revision>::with<revision_view>>;
+
+/// One revision: decides its commands against its record, persists the
+/// events with request(journal).await, applies them, replies. Its mailbox
+/// serializes its commands.
+using revision_actor = revision_commands::extend<
+    // Continues an interrupted deletion (after a restart).
+    caf::reacts_to<caf::tick_atom>>;
+
+/// The registry: routes each command to the one actor of its identity and
+/// serves listings from its index (identity -> view, per-lineage order).
+using registry_actor = revision_commands::extend<
+    // ListRevisions from the registry's index.
+    caf::replies_to<list_revisions>::with<revision_page>>::extend_with<revision_listener>;
 
 }  // namespace weightd::actors
 
@@ -250,4 +376,14 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::events::object_ref)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::persistence::blob_digest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::events::v1::Tier)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::events::v1::RemovalReason)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::begin_import)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::commit_import)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::abort_import)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::update_policy)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::remove_revision)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::get_revision)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::list_revisions)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::revision_view)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::removal_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::revision_page)
 CAF_ERROR_CODE_ENUM(weightd::errc, "weightd")

@@ -96,11 +96,20 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   n->objects_ = spawn_object_store(sys, config.objects,
                                    object_store_deps{n->journal_, n->io_, files,
                                                      n->recovered_.objects});
+  revision_deps deps;
+  deps.journal = n->journal_;
+  deps.store = n->objects_;
+  deps.operation_ids =
+      std::make_shared<std::atomic<uint64_t>>(n->recovered_.revisions.last_operation_id);
+  deps.now_ms = config.objects.now_ms;
+  deps.default_policy = config.default_policy;
+  n->registry_ = spawn_registry(sys, n->recovered_.revisions, deps);
   return n;
 }
 
 void node::stop() {
   if (!sys_) return;
+  caf::anon_send_exit(registry_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(objects_, caf::exit_reason::user_shutdown);
   for (auto& io : io_) caf::anon_send_exit(io, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(journal_, caf::exit_reason::user_shutdown);

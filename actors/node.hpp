@@ -8,6 +8,7 @@
 
 #include "actors/object_recovery.hpp"
 #include "actors/object_store.hpp"
+#include "actors/registry.hpp"
 #include "events/state.hpp"
 #include "persistence/journal_backend.hpp"
 #include "persistence/lmdb_journal.hpp"
@@ -19,6 +20,7 @@ struct node_config {
   persistence::tier_options hot{events::v1::TIER_HOT, "/dev/shm/weightd-7070", 1ull << 30};
   persistence::tier_options cold{events::v1::TIER_COLD, "./var/cold", 0, true};
   object_store_config objects;
+  events::policy default_policy;  // HOT, AUTO, mixed ratio 0.5 (SPEC §3)
   size_t io_workers = 4;
   bool detached = true;                 // journal writer and I/O workers on own threads
   bool verify_checksums_on_start = true;  // else sizes only
@@ -37,6 +39,7 @@ class node {
 
   journal_actor journal() const { return journal_; }
   object_store_actor objects() const { return objects_; }
+  registry_actor registry() const { return registry_; }
   std::shared_ptr<persistence::journal_backend> backend() const { return backend_; }
   /// The state folded from the journal at startup (after the tier check).
   const events::store_state& recovered() const { return recovered_; }
@@ -51,6 +54,7 @@ class node {
   journal_actor journal_;
   std::vector<io_actor> io_;
   object_store_actor objects_;
+  registry_actor registry_;
   std::vector<int> locks_;  // flock'ed files of the directories this node owns
   events::store_state recovered_;
   recovery_report report_;

@@ -601,14 +601,44 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
           });
           return rp;
         },
-        [=](group_atom, std::string& tenant, std::string& group_id) -> caf::result<group_snapshot> {
+        [=](group_atom, std::string& tenant, std::string& group_id,
+            std::vector<std::string>& also) -> caf::result<group_snapshot> {
           auto& st = self->state;
           if (auto s = check_identity_part("tenant", tenant, "default"); !s.ok()) return to_error(s);
           if (group_id.empty()) return to_error({errc::invalid_argument, "group_id is empty"});
-          group_snapshot snap{tenant, group_id, {}};
+          group_snapshot snap{tenant, group_id, {}, {}};
           if (auto it = st.index.groups.find({tenant, group_id}); it != st.index.groups.end())
             for (const auto& key : it->second) snap.members.push_back(st.index.objects.at({tenant, key}));
+          for (const auto& key : also)
+            if (const auto* r = st.index.find({tenant, key}); r && r->group_id != group_id)
+              snap.outside.emplace(key, *r);
           return snap;
+        },
+        [=](remove_atom, std::string& tenant, std::vector<std::string>& keys,
+            v1::RemovalReason reason) -> caf::result<batch_removal> {
+          auto& st = self->state;
+          auto out = std::make_shared<batch_removal>();
+          std::vector<size_t> pending;
+          std::vector<object_record> records;
+          for (const auto& key : keys) {
+            remove_outcome outcome{key, {}};
+            const auto* r = st.index.find({tenant, key});
+            if (r && st.busy.count(r->ref))
+              outcome.result = {errc::busy, "another operation on " + describe(r->ref) +
+                                                " is in progress; retry"};
+            else if (r) {
+              pending.push_back(out->results.size());
+              records.push_back(*r);
+            }  // an absent key is already removed: ok
+            out->results.push_back(std::move(outcome));
+          }
+          if (records.empty()) return *out;
+          auto rp = self->make_response_promise<batch_removal>();
+          remove_records(self, records, reason, "", [=](status s) mutable {
+            for (auto i : pending) out->results[i].result = s;
+            rp.deliver(*out);
+          });
+          return rp;
         },
         [=](caf::add_atom, std::string& tenant, std::string& key,
             v1::Tier tier) -> caf::result<object_info> {

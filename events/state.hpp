@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "events/events.pb.h"
+#include "events/revision_state.hpp"
 
 namespace weightd::events {
 
@@ -82,6 +83,7 @@ struct store_state {
   uint64_t writers_started = 0;
   int64_t last_event_ms = 0; // timestamp of the last folded event
   object_index objects;
+  revision_index revisions;
 
   friend bool operator==(const store_state& a, const store_state& b);
   friend bool operator!=(const store_state& a, const store_state& b) { return !(a == b); }

@@ -333,15 +333,17 @@ TEST_CASE_FIXTURE(store_fixture, "store: group snapshot lists every member with 
   }
   REQUIRE(put("other", "x").ok());
   auto snap = ask<actors::group_snapshot>(store, actors::group_atom::value, std::string{"default"},
-                                          std::string{"weight:g"});
+                                          std::string{"weight:g"}, std::vector<std::string>{"other", "nope"});
   REQUIRE(snap.ok());
   REQUIRE(snap->members.size() == 3);
   CHECK(snap->members[0].ref.key == "m/1");
   CHECK(snap->members[2].data_type == v1::DATA_TYPE_METADATA);
   CHECK_FALSE(snap->members[2].sha256.empty());
   CHECK(snap->members[1].readable());
+  CHECK(snap->outside.size() == 1);
+  CHECK(snap->outside.count("other") == 1);
   auto none = ask<actors::group_snapshot>(store, actors::group_atom::value, std::string{"default"},
-                                          std::string{"weight:none"});
+                                          std::string{"weight:none"}, std::vector<std::string>{});
   CHECK(none->members.empty());
 }
 

@@ -1,0 +1,186 @@
+#include "actors/registry.hpp"
+
+#include "actors/errors.hpp"
+
+namespace weightd::actors {
+
+const char* registry_state::name = "weightd.registry";
+
+namespace v1 = events::v1;
+
+namespace {
+
+using reg_pointer = registry_actor::stateful_pointer<registry_state>;
+
+/// The part of the global fold that belongs to one revision.
+events::revision_index slice(const events::revision_index& all, const events::revision_key& id) {
+  events::revision_index one;
+  const auto& r = all.revisions.at(id);
+  one.revisions[id] = r;
+  for (const auto& [op_id, op] : all.operations)
+    if (op.revision == id) one.operations[op_id] = op;
+  if (r.availability != v1::DELETED) one.groups[r.payload_group_id] = id;
+  one.last_operation_id = all.last_operation_id;
+  return one;
+}
+
+/// Tells the object store's guard what the revision's state means for its group.
+void update_guard(reg_pointer self, const events::revision_record& r) {
+  auto store = self->state.deps.store;
+  auto owner = events::canonical_text(r.id);
+  if (r.availability == v1::DELETED)
+    self->send(store, guard_atom::value, r.id.tenant, r.payload_group_id);
+  else
+    self->send(store, guard_atom::value, r.id.tenant, r.payload_group_id,
+               managed_group{owner, r.availability == v1::IMPORTING});
+}
+
+/// The actor of `id`: existing, woken from its fold, or new.
+revision_actor actor_for(reg_pointer self, const events::revision_key& id) {
+  auto& st = self->state;
+  if (auto it = st.actors.find(id); it != st.actors.end()) return it->second;
+  events::revision_index initial;
+  if (auto it = st.dormant.find(id); it != st.dormant.end()) {
+    initial = std::move(it->second);
+    st.dormant.erase(it);
+  }
+  // Linked: they stop with the registry.
+  auto actor = self->spawn<caf::linked>(revision_impl, id, std::move(initial), st.deps);
+  st.actors.emplace(id, actor);
+  return actor;
+}
+
+template <class Command>
+status normalize(Command& cmd) {
+  auto checked = events::checked_revision_key(cmd.id.to_proto());
+  if (!checked) return checked.error();
+  cmd.id = *checked;
+  return {};
+}
+
+/// Opaque page token: hex of LP(resource) LP(revision) LP(generation).
+std::string page_token(const events::revision_key& k) {
+  auto raw = events::length_prefixed(k.resource) + events::length_prefixed(k.revision) +
+             events::length_prefixed(std::to_string(k.generation));
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : raw) {
+    hex += digits[c >> 4];
+    hex += digits[c & 0xf];
+  }
+  return hex;
+}
+
+result<events::revision_key> parse_page_token(const std::string& token, events::revision_key base) {
+  auto bad = status{errc::invalid_argument, "page_token is not one this server handed out"};
+  if (token.size() % 2) return bad;
+  std::string raw;
+  for (size_t i = 0; i < token.size(); i += 2) {
+    auto nibble = [](char c) { return c >= 'a' ? c - 'a' + 10 : c - '0'; };
+    raw += static_cast<char>(nibble(token[i]) * 16 + nibble(token[i + 1]));
+  }
+  std::vector<std::string> parts;
+  for (size_t at = 0; at < raw.size() && parts.size() < 3;) {
+    auto colon = raw.find(':', at);
+    if (colon == std::string::npos) return bad;
+    size_t len = std::stoull(raw.substr(at, colon - at));
+    if (colon + 1 + len + 1 > raw.size()) return bad;
+    parts.push_back(raw.substr(colon + 1, len));
+    at = colon + 1 + len + 1;
+  }
+  if (parts.size() != 3) return bad;
+  base.resource = parts[0];
+  base.revision = parts[1];
+  base.generation = std::stoull(parts[2]);
+  return base;
+}
+
+caf::result<revision_page> list(reg_pointer self, list_revisions& q) {
+  for (auto [field, value] : {std::pair{"tenant", &q.tenant}, std::pair{"ns", &q.ns}}) {
+    if (value->empty()) *value = "default";
+    if (value->size() > 1024)
+      return to_error({errc::invalid_argument, std::string{field} + " is longer than 1024 bytes"});
+  }
+  if (q.limit > 1000)
+    return to_error({errc::invalid_argument, "limit must be at most 1000 (0 means 100)"});
+  uint32_t limit = q.limit ? q.limit : 100;
+  std::set<v1::Availability> states(q.states.begin(), q.states.end());
+  if (states.empty()) states = {v1::READY, v1::DEGRADED};
+  events::revision_key start{q.tenant, q.ns, q.resource, "", 0};
+  bool after = false;
+  if (!q.page_token.empty()) {
+    auto parsed = parse_page_token(q.page_token, start);
+    if (!parsed) return to_error(parsed.error());
+    start = *parsed;
+    after = true;
+  }
+  revision_page page;
+  auto& views = self->state.views;
+  for (auto it = after ? views.upper_bound(start) : views.lower_bound(start); it != views.end();
+       ++it) {
+    const auto& k = it->first;
+    if (k.tenant != q.tenant || k.ns != q.ns || (!q.resource.empty() && k.resource != q.resource))
+      break;
+    if (!states.count(it->second.record.availability)) continue;
+    if (page.revisions.size() == limit) {
+      page.next_page_token = page_token(page.revisions.back().record.id);
+      break;
+    }
+    page.revisions.push_back(it->second);
+  }
+  return page;
+}
+
+}  // namespace
+
+registry_actor spawn_registry(caf::actor_system& sys, const events::revision_index& recovered,
+                              revision_deps deps) {
+  return sys.spawn([recovered, deps](reg_pointer self) mutable -> registry_actor::behavior_type {
+    auto& st = self->state;
+    st.deps = std::move(deps);
+    st.deps.registry = caf::actor_cast<revision_listener>(self);
+    for (const auto& [id, record] : recovered.revisions) {
+      auto part = slice(recovered, id);
+      st.views[id] = view_of(record, part);
+      update_guard(self, record);
+      st.dormant[id] = std::move(part);
+      if (record.availability != v1::DELETED) actor_for(self, id);  // DELETING ones resume
+    }
+    return {
+        [=](begin_import& cmd) -> caf::result<revision_view> {
+          if (auto s = normalize(cmd); !s.ok()) return to_error(s);
+          return self->delegate(actor_for(self, cmd.id), std::move(cmd));
+        },
+        [=](commit_import& cmd) -> caf::result<revision_view> {
+          if (auto s = normalize(cmd); !s.ok()) return to_error(s);
+          return self->delegate(actor_for(self, cmd.id), std::move(cmd));
+        },
+        [=](abort_import& cmd) -> caf::result<removal_result> {
+          if (auto s = normalize(cmd); !s.ok()) return to_error(s);
+          return self->delegate(actor_for(self, cmd.id), std::move(cmd));
+        },
+        [=](update_policy& cmd) -> caf::result<revision_view> {
+          if (auto s = normalize(cmd); !s.ok()) return to_error(s);
+          return self->delegate(actor_for(self, cmd.id), std::move(cmd));
+        },
+        [=](remove_revision& cmd) -> caf::result<removal_result> {
+          if (auto s = normalize(cmd); !s.ok()) return to_error(s);
+          return self->delegate(actor_for(self, cmd.id), std::move(cmd));
+        },
+        [=](get_revision& cmd) -> caf::result<revision_view> {
+          if (auto s = normalize(cmd); !s.ok()) return to_error(s);
+          if (!self->state.views.count(cmd.id))
+            return to_error({errc::not_found, "revision " + events::canonical_text(cmd.id) +
+                                                  " does not exist"});
+          return self->delegate(actor_for(self, cmd.id), std::move(cmd));
+        },
+        [=](list_revisions& q) { return list(self, q); },
+        [=](revision_view& view) {
+          update_guard(self, view.record);
+          self->state.views[view.record.id] = std::move(view);
+        },
+    };
+  });
+}
+
+}  // namespace weightd::actors

@@ -1,0 +1,24 @@
+// The registry: routes every revision command to the one actor of its
+// identity (spawned on demand), owns the index identity -> view that listings
+// are served from, and keeps the object store's guard in step with each
+// revision's state (SPEC §2 managed groups).
+#pragma once
+
+#include "actors/revision.hpp"
+
+namespace weightd::actors {
+
+struct registry_state {
+  revision_deps deps;
+  std::map<events::revision_key, revision_view> views;        // every known revision
+  std::map<events::revision_key, revision_actor> actors;       // spawned ones
+  std::map<events::revision_key, events::revision_index> dormant;  // folds not yet spawned
+  static const char* name;
+};
+
+/// Spawns the registry on the recovered revisions; live ones get their actor
+/// at once (DELETING ones resume their deletion), tombstones on demand.
+registry_actor spawn_registry(caf::actor_system& sys, const events::revision_index& recovered,
+                              revision_deps deps);
+
+}  // namespace weightd::actors

@@ -1,0 +1,47 @@
+// The revision actor: one weight revision as an event-sourced entity.
+// Each command: decide (revision_decide.hpp) -> persist the events with
+// request(journal).await -> evolve_revisions -> reply. While it awaits, later
+// commands wait in its mailbox: one revision's commands are serialized
+// without a lock, so e.g. two racing mutations never both pass the fence.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "actors/actors.hpp"
+#include "actors/revision_decide.hpp"
+
+namespace weightd::actors {
+
+/// What every revision actor shares.
+struct revision_deps {
+  journal_actor journal;
+  object_store_actor store;
+  revision_listener registry;  // receives a revision_view after every change
+  std::shared_ptr<std::atomic<uint64_t>> operation_ids;  // last id handed out
+  std::function<int64_t()> now_ms;
+  events::policy default_policy;
+  std::chrono::seconds timeout{30};  // per journal / store request
+};
+
+struct revision_state {
+  events::revision_key id;
+  events::revision_index local;  // this revision's record and operations: its fold
+  revision_deps deps;
+  static const char* name;
+
+  const events::revision_record* record() const { return local.find(id); }
+};
+
+/// The behavior of the actor of `id`, starting from `initial` (its recovered
+/// fold, or empty for an identity never seen). The registry spawns it linked.
+revision_actor::behavior_type revision_impl(revision_actor::stateful_pointer<revision_state> self,
+                                            events::revision_key id,
+                                            events::revision_index initial, revision_deps deps);
+
+/// The view of a record (lease facts come with the lease issue).
+revision_view view_of(const events::revision_record& r, const events::revision_index& index);
+
+}  // namespace weightd::actors

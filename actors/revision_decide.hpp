@@ -1,0 +1,68 @@
+// decide: a revision command against the current record -> the events that
+// express it, "nothing to change" (reply with the record as it is), or an
+// error. Pure functions of (record, command, context): the revision actor
+// persists what they return and applies it with evolve_revisions().
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "actors/actors.hpp"
+#include "events/revision_state.hpp"
+
+namespace weightd::actors {
+
+struct decide_context {
+  int64_t now_ms = 0;
+  events::policy default_policy;            // when a BeginImport names none
+  std::function<uint64_t()> next_operation_id;  // monotonic, never reused
+};
+
+/// What a command decided: events to persist (all or none), or none at all —
+/// then the reply is the current record unchanged (an idempotent retry).
+struct decision {
+  std::vector<events::v1::Envelope> events;
+  bool changes() const { return !events.empty(); }
+};
+
+/// sha256 over LP(operation) and LP(each argument): what makes two requests
+/// "the same request" for idempotent retries.
+std::string request_digest(const std::string& operation, const std::vector<std::string>& args);
+
+result<decision> decide_begin(const events::revision_record* current, const begin_import& cmd,
+                              const decide_context& ctx);
+
+/// CommitImport, step 1 (no object store needed): input, state, generation.
+/// A decision with no events means "already committed: reply as is";
+/// `needs_group_check` means step 2 must run.
+struct commit_precheck {
+  bool needs_group_check = false;
+  commit_import normalized;  // payload_group_id filled in
+};
+result<commit_precheck> precheck_commit(const events::revision_record* current,
+                                        const commit_import& cmd);
+
+/// CommitImport, step 2: the group as the object store has it (SPEC §4).
+status validate_commit_group(const events::revision_record& r, const commit_import& cmd,
+                             const group_snapshot& group);
+
+/// CommitImport, step 3: the events (READY + HOT; an operation toward the
+/// preferred residency when it is not HOT).
+decision decide_commit(const events::revision_record& r, const commit_import& cmd,
+                       const group_snapshot& group, const decide_context& ctx);
+
+result<decision> decide_abort(const events::revision_record* current, const abort_import& cmd,
+                              const decide_context& ctx);
+
+result<decision> decide_update_policy(const events::revision_record* current,
+                                      const update_policy& cmd, const decide_context& ctx);
+
+result<decision> decide_remove(const events::revision_record* current, const remove_revision& cmd,
+                               const decide_context& ctx);
+
+/// The envelope of an event of revision `id`, stamped with the request.
+events::v1::Envelope revision_envelope(const events::revision_key& id, int64_t now_ms,
+                                       const std::string& principal,
+                                       const std::string& request_id);
+
+}  // namespace weightd::actors
