@@ -215,7 +215,7 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
           auto decided = decide_abort(self->state.record(), cmd, context(self));
           if (!decided) return to_error(decided.error());
           auto rp = self->make_response_promise<removal_result>();
-          auto extra = cmd.keys_to_remove;
+          auto extra = cleaned_keys(cmd.keys_to_remove);  // as the event records them
           if (!decided->changes()) {
             delete_and_reply(self, extra, rp);
             return rp;

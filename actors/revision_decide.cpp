@@ -312,6 +312,14 @@ decision decide_commit(const revision_record& r, const commit_import& cmd,
 
 // ------------------------------------------------------------- AbortImport
 
+std::vector<std::string> cleaned_keys(const std::vector<std::string>& keys) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const auto& k : keys)
+    if (!k.empty() && seen.insert(k).second) out.push_back(k);
+  return out;
+}
+
 result<decision> decide_abort(const revision_record* current, const abort_import& cmd,
                               const decide_context& ctx) {
   for (const auto& key : cmd.keys_to_remove)
@@ -324,10 +332,7 @@ result<decision> decide_abort(const revision_record* current, const abort_import
     return status{errc::conflict, name(cmd.id) + " is " + state_name(current->availability) +
                                       "; only an IMPORTING revision is aborted (use "
                                       "RemoveRevision)"};
-  std::vector<std::string> keys;
-  std::set<std::string> seen;
-  for (const auto& k : cmd.keys_to_remove)
-    if (!k.empty() && seen.insert(k).second) keys.push_back(k);
+  auto keys = cleaned_keys(cmd.keys_to_remove);
   auto digest = request_digest("AbortImport", keys);
   bool retry = false;
   if (auto st = check_generation(*current, cmd.expected_generation, digest, retry); !st.ok())

@@ -51,6 +51,10 @@ status validate_commit_group(const events::revision_record& r, const commit_impo
 decision decide_commit(const events::revision_record& r, const commit_import& cmd,
                        const group_snapshot& group, const decide_context& ctx);
 
+/// keys_to_remove as AbortImport uses them: empty strings dropped, duplicates
+/// removed, order kept.
+std::vector<std::string> cleaned_keys(const std::vector<std::string>& keys);
+
 result<decision> decide_abort(const events::revision_record* current, const abort_import& cmd,
                               const decide_context& ctx);
 
