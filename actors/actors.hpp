@@ -38,6 +38,7 @@ using guard_atom = caf::atom_constant<caf::atom("guard")>;
 using publish_atom = caf::atom_constant<caf::atom("publish")>;
 using copy_atom = caf::atom_constant<caf::atom("copy")>;
 using unlink_atom = caf::atom_constant<caf::atom("unlink")>;
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 
 // ------------------------------------------------------------- messages
 
@@ -264,6 +265,12 @@ using journal_actor = caf::typed_actor<
     caf::reacts_to<caf::flush_atom>,
     // Replies with the writer's counters.
     caf::replies_to<stats_atom>::with<journal_stats>>;
+
+/// Takes whole-state snapshots: folds the journal (newest snapshot + tail) on
+/// its own thread and saves the result — consistent by construction.
+using snapshotter_actor = caf::typed_actor<
+    // Takes a snapshot now; replies with its seq.
+    caf::replies_to<snapshot_atom>::with<uint64_t>>;
 
 /// Blocking file work of the tiers, off the cooperative workers (detached).
 using io_actor = caf::typed_actor<

@@ -3,6 +3,8 @@
 #include <chrono>
 
 #include "actors/errors.hpp"
+#include "events/state_codec.hpp"
+#include "persistence/replay.hpp"
 
 namespace weightd::actors {
 
@@ -36,6 +38,15 @@ void record_batch_size(journal_stats& stats, uint64_t appends) {
   stats.recent_batch_sizes.push_back(appends);
 }
 
+/// Every snapshot_every events, asks the snapshotter for a snapshot.
+void maybe_snapshot(journal_writer_state& st) {
+  auto& o = st.options;
+  if (!o.snapshotter || o.snapshot_every == 0) return;
+  if (st.stats.highest_seq < st.last_snapshot_seq + o.snapshot_every) return;
+  st.last_snapshot_seq = st.stats.highest_seq;
+  caf::anon_send(o.snapshotter, snapshot_atom::value);
+}
+
 /// Commits every pending append in one transaction and answers each appender.
 void flush(writer_pointer self) {
   auto& st = self->state;
@@ -59,6 +70,7 @@ void flush(writer_pointer self) {
   auto result = timed_append(st, all);
   if (result.ok()) {
     record_batch_size(st.stats, pending.size());
+    maybe_snapshot(st);
     for (size_t i = 0; i < pending.size(); ++i) {
       ++st.stats.appends;
       pending[i].promise.deliver(event_batch{slice(i)});
@@ -88,10 +100,14 @@ void flush(writer_pointer self) {
 }
 
 journal_actor::behavior_type journal_writer(writer_pointer self,
-                                            std::shared_ptr<persistence::journal_backend> backend) {
-  self->state.backend = std::move(backend);
-  if (auto highest = self->state.backend->highest_seq(); highest.ok())
-    self->state.stats.highest_seq = *highest;
+                                            std::shared_ptr<persistence::journal_backend> backend,
+                                            journal_writer_options options) {
+  auto& st = self->state;
+  st.backend = std::move(backend);
+  st.options = std::move(options);
+  if (auto highest = st.backend->highest_seq(); highest.ok()) st.stats.highest_seq = *highest;
+  if (auto newest = st.backend->load_snapshot(events::kStateSnapshotStream, {}); newest.ok() && *newest)
+    st.last_snapshot_seq = (*newest)->seq;
   return {
       [=](append_atom, event_batch& batch) -> caf::result<event_batch> {
         auto& st = self->state;
@@ -112,8 +128,23 @@ journal_actor::behavior_type journal_writer(writer_pointer self,
 journal_actor spawn_journal_writer(caf::actor_system& sys,
                                    std::shared_ptr<persistence::journal_backend> backend,
                                    journal_writer_options options) {
-  if (options.detached) return sys.spawn<caf::detached>(journal_writer, std::move(backend));
-  return sys.spawn(journal_writer, std::move(backend));
+  if (options.detached)
+    return sys.spawn<caf::detached>(journal_writer, std::move(backend), std::move(options));
+  return sys.spawn(journal_writer, std::move(backend), std::move(options));
+}
+
+snapshotter_actor spawn_snapshotter(caf::actor_system& sys,
+                                    std::shared_ptr<persistence::journal_backend> backend,
+                                    bool detached) {
+  auto impl = [backend](snapshotter_actor::pointer) -> snapshotter_actor::behavior_type {
+    return {[backend](snapshot_atom) -> caf::result<uint64_t> {
+      auto seq = persistence::write_state_snapshot(*backend);
+      if (!seq) return to_error(seq.error());
+      return *seq;
+    }};
+  };
+  if (detached) return sys.spawn<caf::detached>(impl);
+  return sys.spawn(impl);
 }
 
 }  // namespace weightd::actors

@@ -13,7 +13,15 @@ struct journal_writer_options {
   /// a cooperative worker). Tests turn it off to stay on the deterministic
   /// scheduler.
   bool detached = true;
+  /// Asked for a snapshot every `snapshot_every` events (none when unset).
+  snapshotter_actor snapshotter;
+  uint64_t snapshot_every = 10'000;
 };
+
+/// Spawns the snapshotter (detached unless `detached` is false).
+snapshotter_actor spawn_snapshotter(caf::actor_system& sys,
+                                    std::shared_ptr<persistence::journal_backend> backend,
+                                    bool detached = true);
 
 struct journal_writer_state {
   struct pending_append {
@@ -23,6 +31,8 @@ struct journal_writer_state {
   std::shared_ptr<persistence::journal_backend> backend;
   std::vector<pending_append> pending;
   journal_stats stats;
+  journal_writer_options options;
+  uint64_t last_snapshot_seq = 0;
   static const char* name;
 };
 

@@ -8,6 +8,7 @@
 
 #include "actors/journal_writer.hpp"
 #include "events/evolve.hpp"
+#include "events/revision_state.hpp"
 #include "persistence/replay.hpp"
 
 namespace weightd::actors {
@@ -62,10 +63,21 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   }
   n->backend_ = backend;
 
-  // 1. Rebuild the state: the fold of the journal.
-  auto folded = persistence::fold_journal(*backend);
-  if (!folded) return folded.error();
+  // 1. Rebuild the state: the newest snapshot plus the fold of the tail,
+  //    checking the invariants of every revision an event touches.
+  persistence::fold_options fold;
+  fold.after_each = [](const events::store_state& s, const events::v1::Envelope& e) -> status {
+    if (!events::is_revision_event(e)) return {};
+    return events::check_invariants(*s.revisions.find(events::revision_of(e)), s.revisions);
+  };
+  auto folded = persistence::fold_journal(*backend, fold);
+  if (!folded)
+    return status{folded.error().code(),
+                  folded.error().message() + "; keep a copy of the journal and run "
+                                             "`weightctl journal verify`"};
   n->recovered_ = std::move(*folded);
+  for (const auto& [id, r] : n->recovered_.revisions.revisions)
+    if (auto st = events::check_invariants(r, n->recovered_.revisions); !st.ok()) return st;
 
   // 2. Record this incarnation, then check the tiers against the index.
   tiers files{std::make_shared<persistence::tier_store>(config.hot),
@@ -90,7 +102,12 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   remove_orphan_files(n->recovered_.objects, files, n->report_);
 
   // 3. Spawn the actors on the recovered state.
-  n->journal_ = spawn_journal_writer(sys, backend, journal_writer_options{config.detached});
+  n->snapshotter_ = spawn_snapshotter(sys, backend, config.detached);
+  journal_writer_options writer;
+  writer.detached = config.detached;
+  writer.snapshotter = n->snapshotter_;
+  writer.snapshot_every = config.snapshot_every;
+  n->journal_ = spawn_journal_writer(sys, backend, writer);
   for (size_t i = 0; i < std::max<size_t>(1, config.io_workers); ++i)
     n->io_.push_back(spawn_io_worker(sys, files, config.detached));
   n->objects_ = spawn_object_store(sys, config.objects,
@@ -113,6 +130,7 @@ void node::stop() {
   caf::anon_send_exit(objects_, caf::exit_reason::user_shutdown);
   for (auto& io : io_) caf::anon_send_exit(io, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(journal_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(snapshotter_, caf::exit_reason::user_shutdown);
   sys_ = nullptr;
 }
 

@@ -22,6 +22,7 @@ struct node_config {
   object_store_config objects;
   events::policy default_policy;  // HOT, AUTO, mixed ratio 0.5 (SPEC §3)
   size_t io_workers = 4;
+  uint64_t snapshot_every = 10'000;       // events between state snapshots (0 = never)
   bool detached = true;                 // journal writer and I/O workers on own threads
   bool verify_checksums_on_start = true;  // else sizes only
   std::string version = "dev";          // recorded in the writer_started event
@@ -40,6 +41,7 @@ class node {
   journal_actor journal() const { return journal_; }
   object_store_actor objects() const { return objects_; }
   registry_actor registry() const { return registry_; }
+  snapshotter_actor snapshotter() const { return snapshotter_; }
   std::shared_ptr<persistence::journal_backend> backend() const { return backend_; }
   /// The state folded from the journal at startup (after the tier check).
   const events::store_state& recovered() const { return recovered_; }
@@ -55,6 +57,7 @@ class node {
   std::vector<io_actor> io_;
   object_store_actor objects_;
   registry_actor registry_;
+  snapshotter_actor snapshotter_;
   std::vector<int> locks_;  // flock'ed files of the directories this node owns
   events::store_state recovered_;
   recovery_report report_;

@@ -1,14 +1,37 @@
 #include "persistence/replay.hpp"
 
 #include "events/evolve.hpp"
+#include "events/state_codec.hpp"
 
 namespace weightd::persistence {
+
+namespace {
+
+/// The newest snapshot within the bounds that decodes, if any.
+std::optional<events::store_state> newest_snapshot(const journal_backend& journal,
+                                                   const fold_options& options) {
+  snapshot_criteria criteria;
+  criteria.max_seq = options.until_seq;
+  criteria.max_timestamp_ms = options.until_ms;  // snapshots carry their last event's time
+  while (true) {
+    auto found = journal.load_snapshot(events::kStateSnapshotStream, criteria);
+    if (!found.ok() || !*found) return std::nullopt;
+    auto state = events::decode_state((*found)->data);
+    if (state.ok()) return std::move(*state);
+    if ((*found)->seq == 0) return std::nullopt;
+    criteria.max_seq = (*found)->seq - 1;  // an unusable snapshot: try an older one
+  }
+}
+
+}  // namespace
 
 result<events::store_state> fold_journal(const journal_backend& journal,
                                          const fold_options& options) {
   events::store_state state;
+  if (options.use_snapshots)
+    if (auto snapshot = newest_snapshot(journal, options)) state = std::move(*snapshot);
   status failure;
-  auto st = journal.read({1, options.until_seq, kMaxSeq}, [&](const Envelope& e) {
+  auto st = journal.read({state.applied_seq + 1, options.until_seq, kMaxSeq}, [&](const Envelope& e) {
     if (e.timestamp_ms() > options.until_ms) return false;
     failure = events::evolve(state, e);
     if (failure.ok() && options.after_each) failure = options.after_each(state, e);
@@ -17,6 +40,34 @@ result<events::store_state> fold_journal(const journal_backend& journal,
   if (!st.ok()) return st;
   if (!failure.ok()) return failure;
   return state;
+}
+
+}  // namespace weightd::persistence
+
+namespace weightd::persistence {
+
+result<uint64_t> write_state_snapshot(journal_backend& journal, size_t keep) {
+  auto state = fold_journal(journal);
+  if (!state) return state.error();
+  if (state->applied_seq == 0) return uint64_t{0};
+  snapshot_record record{events::kStateSnapshotStream, state->applied_seq, state->last_event_ms,
+                         events::encode_state(*state)};
+  if (auto st = journal.save_snapshot(record); !st.ok()) return st;
+  // Keep the newest `keep`: find the keep-th newest and delete below it.
+  snapshot_criteria older;
+  uint64_t bound = state->applied_seq;
+  for (size_t i = 1; i < keep; ++i) {
+    snapshot_criteria c;
+    c.max_seq = bound - 1;
+    auto prev = journal.load_snapshot(events::kStateSnapshotStream, c);
+    if (!prev.ok() || !*prev) return state->applied_seq;
+    bound = (*prev)->seq;
+  }
+  if (bound > 0) {
+    older.max_seq = bound - 1;
+    if (auto st = journal.delete_snapshots(events::kStateSnapshotStream, older); !st.ok()) return st;
+  }
+  return state->applied_seq;
 }
 
 }  // namespace weightd::persistence

@@ -13,13 +13,20 @@ namespace weightd::persistence {
 struct fold_options {
   uint64_t until_seq = kMaxSeq;       // fold events with seq <= until_seq
   int64_t until_ms = kMaxTime;        // ... and timestamp_ms <= until_ms
+  /// Start from the newest valid snapshot within the bounds (else from seq 1).
+  /// `weightctl journal verify` turns it off to fold every event.
+  bool use_snapshots = true;
   /// Called after each applied event (e.g. an invariant check); a non-ok
   /// status stops the fold and is returned.
   std::function<status(const events::store_state&, const Envelope&)> after_each;
 };
 
-/// Folds the journal from its first event into a fresh state.
+/// Folds the journal (from the newest usable snapshot, or its first event).
 result<events::store_state> fold_journal(const journal_backend& journal,
                                          const fold_options& options = {});
+
+/// Folds the journal and saves the state as a snapshot at its applied seq,
+/// keeping the newest `keep` snapshots. Returns the snapshot's seq.
+result<uint64_t> write_state_snapshot(journal_backend& journal, size_t keep = 2);
 
 }  // namespace weightd::persistence

@@ -1,0 +1,149 @@
+#include "events/state_codec.hpp"
+
+#include "events/upcast.hpp"
+
+namespace weightd::events {
+
+std::string encode_state(const store_state& s) {
+  v1::StateSnapshot out;
+  out.set_schema_version(kSchemaVersion);
+  out.set_applied_seq(s.applied_seq);
+  out.set_writer_id(s.writer_id);
+  out.set_writers_started(s.writers_started);
+  out.set_last_event_ms(s.last_event_ms);
+  for (const auto& [ref, o] : s.objects.objects) {
+    auto* p = out.add_objects();
+    p->set_tenant(ref.tenant);
+    p->set_key(ref.key);
+    p->set_data_type(o.data_type);
+    p->set_group_id(o.group_id);
+    p->set_affinity_id(o.affinity_id);
+    p->set_size(o.size);
+    p->set_checksum_algorithm(o.checksum_algorithm);
+    p->set_checksum(o.checksum);
+    p->set_sha256(o.sha256);
+    p->set_hard_pin(o.hard_pin);
+    p->set_created_at_ms(o.created_at_ms);
+    p->set_hot(o.hot);
+    p->set_cold(o.cold);
+  }
+  for (const auto& [key, r] : s.revisions.revisions) {
+    auto* p = out.add_revisions();
+    *p->mutable_id() = key.to_proto();
+    p->set_availability(r.availability);
+    p->set_residency(r.residency);
+    *p->mutable_policy() = r.policy.to_proto();
+    p->set_metadata_generation(r.metadata_generation);
+    p->set_payload_group_id(r.payload_group_id);
+    p->set_expected_payload_count(r.expected_payload_count);
+    p->set_expected_logical_bytes(r.expected_logical_bytes);
+    p->set_affinity_count(r.affinity_count);
+    *p->mutable_manifest() = r.manifest.to_proto();
+    for (const auto& k : r.payload_keys) p->add_payload_keys(k);
+    p->set_affinity_units(r.affinity_units);
+    p->set_observed_hot_ratio(r.observed_hot_ratio);
+    p->set_operation_id(r.operation_id);
+    p->set_drain_deadline_ms(r.drain_deadline_ms);
+    p->set_created_at_ms(r.created_at_ms);
+    p->set_updated_at_ms(r.updated_at_ms);
+    p->set_last_accessed_at_ms(r.last_accessed_at_ms);
+    p->set_last_request_digest(r.last_request_digest);
+  }
+  for (const auto& [id, o] : s.revisions.operations) {
+    auto* p = out.add_operations();
+    p->set_id(id);
+    *p->mutable_revision() = o.revision.to_proto();
+    p->set_kind(o.kind);
+    p->set_target(o.target);
+    p->set_target_hot_ratio(o.target_hot_ratio);
+    p->set_processed_units(o.processed_units);
+    p->set_total_units(o.total_units);
+    p->set_processed_bytes(o.processed_bytes);
+    p->set_total_bytes(o.total_bytes);
+    p->set_cursor(o.cursor);
+    p->set_state(static_cast<uint32_t>(o.state));
+    p->set_message(o.message);
+    p->set_started_at_ms(o.started_at_ms);
+    p->set_updated_at_ms(o.updated_at_ms);
+  }
+  out.set_last_operation_id(s.revisions.last_operation_id);
+  return out.SerializeAsString();
+}
+
+result<store_state> decode_state(std::string_view bytes) {
+  v1::StateSnapshot in;
+  if (!in.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return status{errc::data_loss, "the state snapshot does not parse"};
+  if (in.schema_version() > kSchemaVersion)
+    return status{errc::internal, "the state snapshot is from a newer schema"};
+  store_state s;
+  s.applied_seq = in.applied_seq();
+  s.writer_id = in.writer_id();
+  s.writers_started = in.writers_started();
+  s.last_event_ms = in.last_event_ms();
+  for (const auto& p : in.objects()) {
+    object_record o;
+    o.ref = {p.tenant(), p.key()};
+    o.data_type = p.data_type();
+    o.group_id = p.group_id();
+    o.affinity_id = p.affinity_id();
+    o.size = p.size();
+    o.checksum_algorithm = p.checksum_algorithm();
+    o.checksum = p.checksum();
+    o.sha256 = p.sha256();
+    o.hard_pin = p.hard_pin();
+    o.created_at_ms = p.created_at_ms();
+    o.hot = p.hot();
+    o.cold = p.cold();
+    if (o.hot) s.objects.hot_bytes += o.size;
+    if (o.cold) s.objects.cold_bytes += o.size;
+    if (!o.group_id.empty()) s.objects.groups[{o.ref.tenant, o.group_id}].insert(o.ref.key);
+    s.objects.objects.emplace(o.ref, std::move(o));
+  }
+  for (const auto& p : in.revisions()) {
+    revision_record r;
+    r.id = revision_key::from_proto(p.id());
+    r.availability = p.availability();
+    r.residency = p.residency();
+    r.policy = policy::from_proto(p.policy());
+    r.metadata_generation = p.metadata_generation();
+    r.payload_group_id = p.payload_group_id();
+    r.expected_payload_count = p.expected_payload_count();
+    r.expected_logical_bytes = p.expected_logical_bytes();
+    r.affinity_count = p.affinity_count();
+    r.manifest = manifest_ref::from_proto(p.manifest());
+    r.payload_keys.assign(p.payload_keys().begin(), p.payload_keys().end());
+    r.affinity_units = p.affinity_units();
+    r.observed_hot_ratio = p.observed_hot_ratio();
+    r.operation_id = p.operation_id();
+    r.drain_deadline_ms = p.drain_deadline_ms();
+    r.created_at_ms = p.created_at_ms();
+    r.updated_at_ms = p.updated_at_ms();
+    r.last_accessed_at_ms = p.last_accessed_at_ms();
+    r.last_request_digest = p.last_request_digest();
+    if (r.availability != v1::DELETED) s.revisions.groups[r.payload_group_id] = r.id;
+    s.revisions.revisions.emplace(r.id, std::move(r));
+  }
+  for (const auto& p : in.operations()) {
+    operation_record o;
+    o.id = p.id();
+    o.revision = revision_key::from_proto(p.revision());
+    o.kind = p.kind();
+    o.target = p.target();
+    o.target_hot_ratio = p.target_hot_ratio();
+    o.processed_units = p.processed_units();
+    o.total_units = p.total_units();
+    o.processed_bytes = p.processed_bytes();
+    o.total_bytes = p.total_bytes();
+    o.cursor = p.cursor();
+    o.state = static_cast<operation_state>(p.state());
+    o.message = p.message();
+    o.started_at_ms = p.started_at_ms();
+    o.updated_at_ms = p.updated_at_ms();
+    s.revisions.operations.emplace(o.id, std::move(o));
+  }
+  s.revisions.last_operation_id = in.last_operation_id();
+  return s;
+}
+
+}  // namespace weightd::events
