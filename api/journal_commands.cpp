@@ -2,6 +2,7 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
 #include <map>
 
 #include "api/exit_codes.hpp"
@@ -104,6 +105,200 @@ int journal_stats(const journal_location& where, const stats_args& args, std::os
     out << fmt::format("time span    {} .. {}\n", format_time_ms(first_ms),
                        format_time_ms(last_ms));
   for (const auto& [type, count] : by_type) out << fmt::format("  {:<24}{}\n", type, count);
+  return 0;
+}
+
+}  // namespace weightd::api
+
+// ----------------------------------------------------- replay, verify, history
+
+#include <google/protobuf/util/json_util.h>
+
+#include <ctime>
+
+#include "events/evolve.hpp"
+#include "events/identity.hpp"
+#include "events/state_codec.hpp"
+#include "persistence/replay.hpp"
+
+namespace weightd::api {
+
+namespace v1 = events::v1;
+
+result<point_in_history> parse_until(const std::string& text) {
+  point_in_history p;
+  if (text.empty()) return p;
+  if (std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (text.size() > 19) return status{errc::invalid_argument, "--until seq is too large"};
+    p.seq = std::stoull(text);
+    return p;
+  }
+  std::tm tm{};
+  int millis = 0;
+  const char* rest = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest && *rest == '.') {
+    char* end = nullptr;
+    millis = static_cast<int>(std::strtol(rest + 1, &end, 10));
+    rest = end;
+  }
+  if (!rest || std::string(rest) != "Z")
+    return status{errc::invalid_argument, "--until '" + text +
+                                              "' is neither a seq nor a UTC time like "
+                                              "2026-12-02T10:34:20Z"};
+  p.ms = static_cast<int64_t>(timegm(&tm)) * 1000 + millis;
+  return p;
+}
+
+namespace {
+
+std::string state_json(const events::store_state& state) {
+  v1::StateSnapshot snap;
+  snap.ParseFromString(events::encode_state(state));
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  std::string json;
+  google::protobuf::util::MessageToJsonString(snap, &json, o);
+  return json;
+}
+
+std::string short_name(int value, const google::protobuf::EnumDescriptor* d) {
+  const auto* v = d->FindValueByNumber(value);
+  return v ? v->name() : std::to_string(value);
+}
+
+void print_state(const events::store_state& s, std::ostream& out) {
+  out << fmt::format("state at seq {} ({})\n", s.applied_seq,
+                     s.last_event_ms ? format_time_ms(s.last_event_ms) : "empty journal");
+  out << fmt::format("\nrevisions ({})\n", s.revisions.revisions.size());
+  for (const auto& [id, r] : s.revisions.revisions) {
+    out << fmt::format("  {:<40} {:<10} {:<16} gen {:<4} policy {}/{}", events::canonical_text(id),
+                       short_name(r.availability, v1::Availability_descriptor()),
+                       short_name(r.residency, v1::Residency_descriptor()), r.metadata_generation,
+                       short_name(r.policy.preferred, v1::Residency_descriptor()),
+                       short_name(r.policy.mode, v1::MigrationMode_descriptor()));
+    if (r.operation_id) out << fmt::format(" operation {}", r.operation_id);
+    if (!r.payload_keys.empty())
+      out << fmt::format(" payloads {} ({})", r.payload_keys.size(),
+                         format_bytes(r.manifest.logical_bytes));
+    out << "\n";
+  }
+  out << fmt::format("\nobjects ({}; HOT {}, COLD {})\n", s.objects.objects.size(),
+                     format_bytes(s.objects.hot_bytes), format_bytes(s.objects.cold_bytes));
+  for (const auto& [ref, o] : s.objects.objects)
+    out << fmt::format("  {}/{} {} {}{}{}\n", ref.tenant, ref.key, format_bytes(o.size),
+                       o.hot ? "HOT" : "", o.hot && o.cold ? "+" : "", o.cold ? "COLD" : "");
+}
+
+}  // namespace
+
+int journal_replay(const journal_location& where, const replay_args& args, std::ostream& out,
+                   std::ostream& err) {
+  auto until = parse_until(args.until);
+  if (!until) return fail(err, until.error());
+  auto journal = open_read_only(where);
+  if (!journal) return fail(err, journal.error());
+  persistence::fold_options o;
+  o.until_seq = until->seq;
+  o.until_ms = until->ms;
+  auto state = persistence::fold_journal(**journal, o);
+  if (!state) return fail(err, state.error());
+  if (args.json) out << state_json(*state) << "\n";
+  else print_state(*state, out);
+  return 0;
+}
+
+int journal_verify(const journal_location& where, const verify_args& args, std::ostream& out,
+                   std::ostream& err) {
+  auto journal = open_read_only(where);
+  if (!journal) return fail(err, journal.error());
+  uint64_t events = 0;
+  persistence::fold_options o;
+  o.use_snapshots = false;
+  o.after_each = [&](const events::store_state& s, const v1::Envelope& e) -> status {
+    ++events;
+    if (!events::is_revision_event(e)) return {};
+    auto st = events::check_invariants(*s.revisions.find(events::revision_of(e)), s.revisions);
+    if (st.ok()) return st;
+    return {st.code(), "seq " + std::to_string(e.global_seq()) + ": " + st.message()};
+  };
+  auto state = persistence::fold_journal(**journal, o);
+  status verdict = state.ok() ? status{} : state.error();
+  // Every snapshot must equal the fold at its own seq.
+  uint64_t snapshots = 0;
+  persistence::snapshot_criteria c;
+  while (verdict.ok()) {
+    auto snap = (*journal)->load_snapshot(events::kStateSnapshotStream, c);
+    if (!snap.ok() || !*snap) break;
+    ++snapshots;
+    auto decoded = events::decode_state((*snap)->data);
+    persistence::fold_options at;
+    at.use_snapshots = false;
+    at.until_seq = (*snap)->seq;
+    auto folded = persistence::fold_journal(**journal, at);
+    if (!decoded.ok() || !folded.ok() || !(*decoded == *folded))
+      verdict = {errc::data_loss, "the snapshot at seq " + std::to_string((*snap)->seq) +
+                                      " differs from the fold of the journal up to it"};
+    if ((*snap)->seq == 0) break;
+    c.max_seq = (*snap)->seq - 1;
+  }
+  if (args.json) {
+    out << "{\"ok\":" << (verdict.ok() ? "true" : "false") << ",\"events\":" << events
+        << ",\"snapshots\":" << snapshots;
+    if (!verdict.ok()) out << ",\"error\":" << json_string(verdict.to_string());
+    out << "}\n";
+  } else if (verdict.ok()) {
+    out << fmt::format("ok: {} events folded, every invariant holds; {} snapshots match the "
+                       "fold\n",
+                       events, snapshots);
+  }
+  if (!verdict.ok()) return fail(err, verdict);
+  return 0;
+}
+
+int revision_history(const journal_location& where, const history_args& args, std::ostream& out,
+                     std::ostream& err) {
+  auto id = events::parse_canonical_text(args.id);
+  if (!id) return fail(err, id.error());
+  auto journal = open_read_only(where);
+  if (!journal) return fail(err, journal.error());
+  if (id->generation == 0) {  // the highest live generation (else the highest at all)
+    auto state = persistence::fold_journal(**journal);
+    if (!state) return fail(err, state.error());
+    uint64_t live = 0, any = 0;
+    for (const auto& [k, r] : state->revisions.revisions)
+      if (k.same_lineage(*id)) {
+        any = std::max(any, k.generation);
+        if (r.availability != v1::DELETED) live = std::max(live, k.generation);
+      }
+    id->generation = live ? live : any;
+    if (!id->generation)
+      return fail(err, {errc::not_found, "no revision " + args.id + " in the journal"});
+  }
+  events::revision_index index;
+  uint64_t shown = 0;
+  auto st = (*journal)->read_stream(events::revision_stream(*id), {}, [&](const v1::Envelope& e) {
+    auto applied = events::evolve_revisions(index, e);
+    const auto* r = index.find(*id);
+    uint64_t generation = r ? r->metadata_generation : 0;
+    ++shown;
+    if (args.json) {
+      out << "{\"seq\":" << e.global_seq() << ",\"time_ms\":" << e.timestamp_ms()
+          << ",\"event\":" << json_string(events::event_type_name(e))
+          << ",\"metadata_generation\":" << generation
+          << ",\"principal\":" << json_string(e.principal())
+          << ",\"request_id\":" << json_string(e.request_id()) << "}\n";
+    } else {
+      out << fmt::format("#{:<8} {}  {:<22} gen {:<4} {}{}\n", e.global_seq(),
+                         format_time_ms(e.timestamp_ms()), events::event_type_name(e), generation,
+                         e.principal().empty() ? "-" : e.principal(),
+                         applied.ok() ? "" : "  (" + applied.message() + ")");
+    }
+    return true;
+  });
+  if (!st.ok()) return fail(err, st);
+  if (shown == 0)
+    return fail(err, {errc::not_found, "no events for revision " +
+                                           events::canonical_text(*id) + " in the journal"});
   return 0;
 }
 

@@ -29,10 +29,44 @@ struct stats_args {
   bool json = false;
 };
 
+struct replay_args {
+  std::string until;  // a seq, or a UTC time 2026-12-02T10:34:20[.123]Z; "" = everything
+  bool json = false;
+};
+
+struct verify_args {
+  bool json = false;
+};
+
+struct history_args {
+  std::string id;  // [tenant:]ns/resource@revision[#generation]
+  bool json = false;
+};
+
 /// Each returns the process exit code and prints errors to `err`.
 int journal_dump(const journal_location& where, const dump_args& args, std::ostream& out,
                  std::ostream& err);
 int journal_stats(const journal_location& where, const stats_args& args, std::ostream& out,
                   std::ostream& err);
+
+/// The state as it was at a seq or time: the same fold the daemon runs.
+int journal_replay(const journal_location& where, const replay_args& args, std::ostream& out,
+                   std::ostream& err);
+
+/// Folds every event (no snapshot), checks every invariant, checks each
+/// snapshot against the fold at its seq; reports the first violation.
+int journal_verify(const journal_location& where, const verify_args& args, std::ostream& out,
+                   std::ostream& err);
+
+/// One revision's timeline: seq, time, event, generation after it, principal.
+int revision_history(const journal_location& where, const history_args& args, std::ostream& out,
+                     std::ostream& err);
+
+/// "123" -> seq 123; "2026-12-02T10:34:20.123Z" -> a time. Errors name --until.
+struct point_in_history {
+  uint64_t seq = persistence::kMaxSeq;
+  int64_t ms = persistence::kMaxTime;
+};
+result<point_in_history> parse_until(const std::string& text);
 
 }  // namespace weightd::api

@@ -36,6 +36,29 @@ int main(int argc, char** argv) {
   auto* stats_cmd = journal->add_subcommand("stats", "Summarize the journal");
   stats_cmd->add_flag("--json", stats.json, "Print JSON");
 
+  replay_args replay;
+  auto* replay_cmd = journal->add_subcommand(
+      "replay", "Print the state as it was at a seq or time (the daemon's own fold)");
+  replay_cmd->add_option("--until", replay.until,
+                         "A seq (e.g. 1200) or a UTC time (e.g. 2026-12-02T10:34:20Z); "
+                         "default: the end");
+  replay_cmd->add_flag("--json", replay.json, "Print the state as JSON");
+
+  verify_args verify;
+  auto* verify_cmd = journal->add_subcommand(
+      "verify", "Fold every event, check every invariant and snapshot; report the first "
+                "violation with its seq");
+  verify_cmd->add_flag("--json", verify.json, "Print JSON");
+
+  history_args history;
+  auto* history_cmd = app.add_subcommand(
+      "history", "One revision's timeline from the journal (offline, read-only)");
+  history_cmd->add_option("id", history.id,
+                          "[tenant:]ns/resource@revision[#generation]; without #generation the "
+                          "highest live one")
+      ->required();
+  history_cmd->add_flag("--json", history.json, "One JSON object per event");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -44,5 +67,8 @@ int main(int argc, char** argv) {
   }
   if (*dump_cmd) return journal_dump(where, dump, std::cout, std::cerr);
   if (*stats_cmd) return journal_stats(where, stats, std::cout, std::cerr);
+  if (*replay_cmd) return journal_replay(where, replay, std::cout, std::cerr);
+  if (*verify_cmd) return journal_verify(where, verify, std::cout, std::cerr);
+  if (*history_cmd) return revision_history(where, history, std::cout, std::cerr);
   return kExitUsage;
 }
