@@ -37,6 +37,9 @@ void add_daemon_options(CLI::App& app, daemon_config& c) {
   app.add_option("--io-workers", c.io_workers, "Threads for blocking file work (fsync, copies)")
       ->check(CLI::Range(1u, 64u))
       ->capture_default_str();
+  app.add_option("--snapshot-every", c.snapshot_every,
+                 "Events between whole-state snapshots, which bound recovery time (0 = never)")
+      ->capture_default_str();
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();

@@ -24,6 +24,7 @@ struct daemon_config {
   uint64_t cold_capacity_bytes = 0;
   std::string verify_on_start = "checksum";
   unsigned io_workers = 4;
+  uint64_t snapshot_every = 10'000;
   std::string log_level = "info";
   unsigned threads = 0;  // CAF workers; 0 = number of cores
 

@@ -1,6 +1,6 @@
-// weightd: the daemon. This build recovers the journal and the tiers, runs
-// the object store, and stops on SIGINT/SIGTERM; the gRPC API that serves it
-// is added by the API issue.
+// weightd: the daemon. This build recovers the journal, the tiers and the
+// revisions, runs the object store and the revision lifecycle, and stops on
+// SIGINT/SIGTERM; the gRPC API that serves them is added by the API issue.
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   node_config.hot = {events::v1::TIER_HOT, config.hot_dir, config.hot_capacity_bytes, false};
   node_config.cold = {events::v1::TIER_COLD, config.cold_path(), config.cold_capacity_bytes, true};
   node_config.io_workers = config.io_workers;
+  node_config.snapshot_every = config.snapshot_every;
   node_config.verify_checksums_on_start = config.verify_on_start == "checksum";
   node_config.version = WEIGHTD_VERSION;
   auto started = actors::node::start(sys, node_config);
@@ -71,11 +72,11 @@ int main(int argc, char** argv) {
     spdlog::warn("replicas dropped at startup lost={} corrupt={} (their files were missing or "
                  "damaged; objects without a replica left are unreadable)",
                  report.lost_replicas, report.corrupt_replicas);
-  spdlog::info("weightd ready version={} journal={} writer_id={} journal_seq={} objects={} "
-               "hot_bytes={} cold_bytes={} orphan_files_removed={}",
+  spdlog::info("weightd ready version={} journal={} writer_id={} journal_seq={} revisions={} "
+               "objects={} hot_bytes={} cold_bytes={} orphan_files_removed={}",
                WEIGHTD_VERSION, node_config.journal.dir.string(), node.backend()->writer_id(),
-               state.applied_seq, state.objects.objects.size(), state.objects.hot_bytes,
-               state.objects.cold_bytes, report.orphan_files);
+               state.applied_seq, state.revisions.revisions.size(), state.objects.objects.size(),
+               state.objects.hot_bytes, state.objects.cold_bytes, report.orphan_files);
 
   int signal = wait_for_shutdown_signal(signals);
   spdlog::info("weightd stopping signal={}", signal == SIGINT ? "SIGINT" : "SIGTERM");
