@@ -161,9 +161,14 @@ std::string state_json(const events::store_state& state) {
   return json;
 }
 
+/// "HOT" for RESIDENCY_HOT, "AUTO" for MIGRATION_AUTO: the SPEC's names.
 std::string short_name(int value, const google::protobuf::EnumDescriptor* d) {
   const auto* v = d->FindValueByNumber(value);
-  return v ? v->name() : std::to_string(value);
+  if (!v) return std::to_string(value);
+  auto name = v->name();
+  for (const char* prefix : {"RESIDENCY_", "MIGRATION_"})
+    if (name.rfind(prefix, 0) == 0) return name.substr(std::string(prefix).size());
+  return name;
 }
 
 void print_state(const events::store_state& s, std::ostream& out) {
@@ -185,8 +190,9 @@ void print_state(const events::store_state& s, std::ostream& out) {
   out << fmt::format("\nobjects ({}; HOT {}, COLD {})\n", s.objects.objects.size(),
                      format_bytes(s.objects.hot_bytes), format_bytes(s.objects.cold_bytes));
   for (const auto& [ref, o] : s.objects.objects)
-    out << fmt::format("  {}/{} {} {}{}{}\n", ref.tenant, ref.key, format_bytes(o.size),
-                       o.hot ? "HOT" : "", o.hot && o.cold ? "+" : "", o.cold ? "COLD" : "");
+    out << fmt::format("  {:<56} {:>10} {}{}{}{}\n", ref.key, format_bytes(o.size),
+                       o.hot ? "HOT" : "", o.hot && o.cold ? "+" : "", o.cold ? "COLD" : "",
+                       ref.tenant == "default" ? "" : "  tenant " + ref.tenant);
 }
 
 }  // namespace
