@@ -89,6 +89,21 @@ status not_found(const object_ref& ref) {
   return {errc::not_found, describe(ref) + " does not exist"};
 }
 
+/// Checks the address a client gave (tenant defaulted) and finds the object.
+result<const object_record*> lookup(const object_store_state& st, std::string& tenant,
+                                    const std::string& key) {
+  if (auto s = check_identity_part("tenant", tenant, "default"); !s.ok()) return s;
+  if (auto s = check_key("key", key); !s.ok()) return s;
+  const auto* r = st.index.find({tenant, key});
+  if (!r) return not_found({tenant, key});
+  return r;
+}
+
+status check_tier(v1::Tier tier) {
+  if (tier == v1::TIER_HOT || tier == v1::TIER_COLD) return {};
+  return {errc::invalid_argument, "tier must be HOT or COLD"};
+}
+
 /// Why a generic remove of `r` is refused now, if it is.
 status removable(const object_store_state& st, const object_record& r, bool force, int64_t now) {
   if (const auto* owner = owner_of(st, r); owner && !owner->importing)
@@ -469,11 +484,10 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
         },
         [=](caf::get_atom, std::string& tenant, std::string& key) -> caf::result<read_grant> {
           auto& st = self->state;
-          if (auto s = check_identity_part("tenant", tenant, "default"); !s.ok()) return to_error(s);
-          if (auto s = check_key("key", key); !s.ok()) return to_error(s);
+          auto found = lookup(st, tenant, key);
+          if (!found) return to_error(found.error());
+          const auto* r = *found;
           object_ref ref{tenant, key};
-          const auto* r = st.index.find(ref);
-          if (!r) return to_error(not_found(ref));
           if (!r->readable())
             return to_error({errc::not_ready, describe(ref) +
                                                   " has no readable replica (its files were "
@@ -490,20 +504,16 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
           return grant;
         },
         [=](stat_atom, std::string& tenant, std::string& key) -> caf::result<object_info> {
-          auto& st = self->state;
-          if (auto s = check_identity_part("tenant", tenant, "default"); !s.ok()) return to_error(s);
-          if (auto s = check_key("key", key); !s.ok()) return to_error(s);
-          const auto* r = st.index.find({tenant, key});
-          if (!r) return to_error(not_found({tenant, key}));
-          return info_of(st, *r, now_ms(self));
+          auto found = lookup(self->state, tenant, key);
+          if (!found) return to_error(found.error());
+          return info_of(self->state, **found, now_ms(self));
         },
         [=](remove_atom, std::string& tenant, std::string& key,
             bool force) -> caf::result<object_info> {
           auto& st = self->state;
-          if (auto s = check_identity_part("tenant", tenant, "default"); !s.ok()) return to_error(s);
-          if (auto s = check_key("key", key); !s.ok()) return to_error(s);
-          const auto* r = st.index.find({tenant, key});
-          if (!r) return to_error(not_found({tenant, key}));
+          auto found = lookup(st, tenant, key);
+          if (!found) return to_error(found.error());
+          const auto* r = *found;
           auto now = now_ms(self);
           if (auto s = removable(st, *r, force, now); !s.ok()) return to_error(s);
           auto info = info_of(st, *r, now);
@@ -643,12 +653,11 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
         [=](caf::add_atom, std::string& tenant, std::string& key,
             v1::Tier tier) -> caf::result<object_info> {
           auto& st = self->state;
-          if (auto s = check_identity_part("tenant", tenant, "default"); !s.ok()) return to_error(s);
-          if (tier != v1::TIER_HOT && tier != v1::TIER_COLD)
-            return to_error({errc::invalid_argument, "tier must be HOT or COLD"});
+          if (auto s = check_tier(tier); !s.ok()) return to_error(s);
+          auto found = lookup(st, tenant, key);
+          if (!found) return to_error(found.error());
+          const auto* r = *found;
           object_ref ref{tenant, key};
-          const auto* r = st.index.find(ref);
-          if (!r) return to_error(not_found(ref));
           if (tier == v1::TIER_HOT ? r->hot : r->cold) return info_of(st, *r, now_ms(self));
           if (!r->readable())
             return to_error({errc::not_ready, describe(ref) + " has no replica to copy from"});
@@ -708,12 +717,11 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
         [=](drop_atom, std::string& tenant, std::string& key, v1::Tier tier,
             v1::RemovalReason reason) -> caf::result<object_info> {
           auto& st = self->state;
-          if (auto s = check_identity_part("tenant", tenant, "default"); !s.ok()) return to_error(s);
-          if (tier != v1::TIER_HOT && tier != v1::TIER_COLD)
-            return to_error({errc::invalid_argument, "tier must be HOT or COLD"});
+          if (auto s = check_tier(tier); !s.ok()) return to_error(s);
+          auto found = lookup(st, tenant, key);
+          if (!found) return to_error(found.error());
+          const auto* r = *found;
           object_ref ref{tenant, key};
-          const auto* r = st.index.find(ref);
-          if (!r) return to_error(not_found(ref));
           auto now = now_ms(self);
           if (!(tier == v1::TIER_HOT ? r->hot : r->cold)) return info_of(st, *r, now);
           if (!(tier == v1::TIER_HOT ? r->cold : r->hot))

@@ -50,12 +50,14 @@ revision_actor actor_for(reg_pointer self, const events::revision_key& id) {
   return actor;
 }
 
-template <class Command>
-status normalize(Command& cmd) {
+/// Checks the command's identity (defaults filled) and hands the command to
+/// the revision's actor, which answers the client directly.
+template <class Reply, class Command>
+caf::result<Reply> route(reg_pointer self, Command& cmd) {
   auto checked = events::checked_revision_key(cmd.id.to_proto());
-  if (!checked) return checked.error();
+  if (!checked) return to_error(checked.error());
   cmd.id = *checked;
-  return {};
+  return self->delegate(actor_for(self, cmd.id), std::move(cmd));
 }
 
 /// Opaque page token: hex of LP(resource) LP(revision) LP(generation).
@@ -147,32 +149,17 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
       if (record.availability != v1::DELETED) actor_for(self, id);  // DELETING ones resume
     }
     return {
-        [=](begin_import& cmd) -> caf::result<revision_view> {
-          if (auto s = normalize(cmd); !s.ok()) return to_error(s);
-          return self->delegate(actor_for(self, cmd.id), std::move(cmd));
-        },
-        [=](commit_import& cmd) -> caf::result<revision_view> {
-          if (auto s = normalize(cmd); !s.ok()) return to_error(s);
-          return self->delegate(actor_for(self, cmd.id), std::move(cmd));
-        },
-        [=](abort_import& cmd) -> caf::result<removal_result> {
-          if (auto s = normalize(cmd); !s.ok()) return to_error(s);
-          return self->delegate(actor_for(self, cmd.id), std::move(cmd));
-        },
-        [=](update_policy& cmd) -> caf::result<revision_view> {
-          if (auto s = normalize(cmd); !s.ok()) return to_error(s);
-          return self->delegate(actor_for(self, cmd.id), std::move(cmd));
-        },
-        [=](remove_revision& cmd) -> caf::result<removal_result> {
-          if (auto s = normalize(cmd); !s.ok()) return to_error(s);
-          return self->delegate(actor_for(self, cmd.id), std::move(cmd));
-        },
+        [=](begin_import& cmd) { return route<revision_view>(self, cmd); },
+        [=](commit_import& cmd) { return route<revision_view>(self, cmd); },
+        [=](abort_import& cmd) { return route<removal_result>(self, cmd); },
+        [=](update_policy& cmd) { return route<revision_view>(self, cmd); },
+        [=](remove_revision& cmd) { return route<removal_result>(self, cmd); },
         [=](get_revision& cmd) -> caf::result<revision_view> {
-          if (auto s = normalize(cmd); !s.ok()) return to_error(s);
-          if (!self->state.views.count(cmd.id))
-            return to_error({errc::not_found, "revision " + events::canonical_text(cmd.id) +
+          auto checked = events::checked_revision_key(cmd.id.to_proto());
+          if (checked && !self->state.views.count(*checked))  // no actor for a mere lookup
+            return to_error({errc::not_found, "revision " + events::canonical_text(*checked) +
                                                   " does not exist"});
-          return self->delegate(actor_for(self, cmd.id), std::move(cmd));
+          return route<revision_view>(self, cmd);
         },
         [=](list_revisions& q) { return list(self, q); },
         [=](revision_view& view) {

@@ -1,11 +1,10 @@
 #include "actors/revision_decide.hpp"
 
-#include <openssl/evp.h>
-
 #include <cstdio>
 #include <set>
 
 #include "actors/validate.hpp"
+#include "events/digest.hpp"
 
 namespace weightd::actors {
 
@@ -13,19 +12,6 @@ namespace v1 = events::v1;
 using events::revision_record;
 
 namespace {
-
-std::string hex_sha256(const std::string& data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), out, &len, EVP_sha256(), nullptr);
-  static const char* digits = "0123456789abcdef";
-  std::string hex;
-  for (unsigned i = 0; i < len; ++i) {
-    hex += digits[out[i] >> 4];
-    hex += digits[out[i] & 0xf];
-  }
-  return hex;
-}
 
 std::string name(const events::revision_key& id) { return "revision " + events::canonical_text(id); }
 
@@ -108,7 +94,7 @@ uint64_t affinity_units(const group_snapshot& group, const std::string& manifest
 std::string request_digest(const std::string& operation, const std::vector<std::string>& args) {
   std::string all = events::length_prefixed(operation);
   for (const auto& a : args) all += events::length_prefixed(a);
-  return hex_sha256(all);
+  return events::sha256_hex(all);
 }
 
 v1::Envelope revision_envelope(const events::revision_key& id, int64_t now_ms,

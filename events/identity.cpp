@@ -1,25 +1,12 @@
 #include "events/identity.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
+
+#include "events/digest.hpp"
 
 namespace weightd::events {
 
 namespace {
-
-std::string sha256_hex(const std::string& data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), out, &len, EVP_sha256(), nullptr);
-  static const char* digits = "0123456789abcdef";
-  std::string hex;
-  for (unsigned i = 0; i < len; ++i) {
-    hex += digits[out[i] >> 4];
-    hex += digits[out[i] & 0xf];
-  }
-  return hex;
-}
 
 status check_part(const std::string& field, std::string& value, const char* fallback) {
   if (value.empty() && fallback) value = fallback;

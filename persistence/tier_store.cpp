@@ -10,26 +10,18 @@
 #include <cerrno>
 #include <cstring>
 
+#include "events/digest.hpp"
+
 namespace weightd::persistence {
 
 namespace {
 
 constexpr size_t kCopyChunk = 4u << 20;
 
-std::string hex(const unsigned char* bytes, size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string out(2 * n, '0');
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = digits[bytes[i] >> 4];
-    out[2 * i + 1] = digits[bytes[i] & 0xf];
-  }
-  return out;
-}
-
 std::string hex64(uint64_t value) {
   unsigned char bytes[8];
   for (int i = 7; i >= 0; --i, value >>= 8) bytes[i] = static_cast<unsigned char>(value);
-  return hex(bytes, 8);
+  return events::to_hex(bytes, 8);
 }
 
 std::string lp(const std::string& x) { return std::to_string(x.size()) + ":" + x + "\n"; }
@@ -80,18 +72,13 @@ struct blob_writer::hashing {
       unsigned char out[EVP_MAX_MD_SIZE];
       unsigned int len = 0;
       EVP_DigestFinal_ex(sha, out, &len);
-      d.sha256 = hex(out, len);
+      d.sha256 = events::to_hex(out, len);
     }
     return d;
   }
 };
 
-std::string sha256_hex(std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), out, &len, EVP_sha256(), nullptr);
-  return hex(out, len);
-}
+std::string sha256_hex(std::string_view data) { return events::sha256_hex(data); }
 
 std::string xxh3_hex(std::string_view data) { return hex64(XXH3_64bits(data.data(), data.size())); }
 

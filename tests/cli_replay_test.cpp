@@ -13,20 +13,8 @@ namespace v1 = events::v1;
 
 namespace {
 
-struct run_result {
-  int exit_code = -1;
-  std::string output;
-};
-
 run_result weightctl(const std::string& args) {
-  run_result r;
-  FILE* pipe = popen((std::string{WEIGHTD_WEIGHTCTL} + " " + args + " 2>&1").c_str(), "r");
-  REQUIRE(pipe);
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) r.output.append(buf.data(), n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return run_command(std::string{WEIGHTD_WEIGHTCTL} + " " + args);
 }
 
 /// Copies every event of `from` into a new LMDB journal in `dir`.

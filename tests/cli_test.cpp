@@ -17,21 +17,7 @@ using namespace weightd::test;
 
 namespace {
 
-struct run_result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-run_result run(const std::string& command) {
-  run_result r;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe);
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) r.output.append(buf.data(), n);
-  int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+run_result run(const std::string& command) { return run_command(command); }
 
 std::string weightctl(const std::string& args) {
   return std::string{WEIGHTD_WEIGHTCTL} + " " + args;

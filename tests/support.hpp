@@ -2,6 +2,10 @@
 // to run one behaviour spec against, and envelope builders.
 #pragma once
 
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -97,6 +101,23 @@ inline std::vector<uint64_t> stream_seqs(const persistence::journal_backend& j,
   });
   if (!st.ok()) throw std::runtime_error(st.to_string());
   return out;
+}
+
+/// What a shell command printed (stdout and stderr) and its exit code.
+struct run_result {
+  int exit_code = -1;
+  std::string output;
+};
+
+inline run_result run_command(const std::string& command) {
+  run_result r;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) r.output.append(buf.data(), n);
+  int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 }  // namespace weightd::test
