@@ -24,8 +24,13 @@ struct writer_fixture : actor_fixture {
       std::make_shared<persistence::memory_journal>();
   std::shared_ptr<persistence::faulty_journal> faulty =
       std::make_shared<persistence::faulty_journal>(memory);
-  actors::journal_actor writer =
-      actors::spawn_journal_writer(sys, faulty, actors::journal_writer_options{false});
+  actors::journal_actor writer = actors::spawn_journal_writer(sys, faulty, on_test_scheduler());
+
+  static actors::journal_writer_options on_test_scheduler() {
+    actors::journal_writer_options o;
+    o.detached = false;
+    return o;
+  }
 
   ~writer_fixture() { caf::anon_send_exit(writer, caf::exit_reason::user_shutdown); }
 
