@@ -4,6 +4,8 @@ namespace weightd::api {
 
 void add_daemon_options(CLI::App& app, daemon_config& c) {
   app.set_config("--config", "", "Read flags from this file (keys are the long flag names)");
+  app.add_option("--listen", c.listen, "gRPC address (loopback only in this build)")
+      ->capture_default_str();
   app.add_option("--data-dir", c.data_dir, "Directory for the journal and the COLD tier")
       ->capture_default_str();
   app.add_option("--journal-dir", c.journal_dir,
@@ -20,8 +22,8 @@ void add_daemon_options(CLI::App& app, daemon_config& c) {
                  "Largest size the journal may grow to")
       ->capture_default_str();
   app.add_option("--hot-dir", c.hot_dir,
-                 "HOT (memory) tier directory, on tmpfs: bytes survive a daemon restart, not a reboot")
-      ->capture_default_str();
+                 "HOT (memory) tier directory, on tmpfs: bytes survive a daemon restart, not a "
+                 "reboot (default: /dev/shm/weightd-<port>)");
   app.add_option("--hot-capacity-bytes", c.hot_capacity_bytes,
                  "Bytes the HOT tier may hold; eviction keeps it below the high watermark")
       ->capture_default_str();

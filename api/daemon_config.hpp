@@ -13,12 +13,13 @@
 namespace weightd::api {
 
 struct daemon_config {
+  std::string listen = "127.0.0.1:7070";
   std::string data_dir = "./var";
   std::string journal_dir;  // default: <data_dir>/journal
   std::string journal_sync = "sync";
   uint64_t journal_initial_map_bytes = 64ull << 20;
   uint64_t journal_max_map_bytes = 1ull << 40;
-  std::string hot_dir = "/dev/shm/weightd-7070";
+  std::string hot_dir;  // default: /dev/shm/weightd-<port of --listen>
   uint64_t hot_capacity_bytes = 1ull << 30;
   std::string cold_dir;  // default: <data_dir>/cold
   uint64_t cold_capacity_bytes = 0;
@@ -32,6 +33,10 @@ struct daemon_config {
     return journal_dir.empty() ? data_dir + "/journal" : journal_dir;
   }
   std::string cold_path() const { return cold_dir.empty() ? data_dir + "/cold" : cold_dir; }
+  std::string hot_path() const {
+    if (!hot_dir.empty()) return hot_dir;
+    return "/dev/shm/weightd-" + listen.substr(listen.rfind(':') + 1);
+  }
   persistence::durability durability() const {
     return journal_sync == "nosync" ? persistence::durability::nosync
                                     : persistence::durability::sync;

@@ -1,6 +1,7 @@
-// weightd: the daemon. This build recovers the journal, the tiers and the
-// revisions, runs the object store and the revision lifecycle, and stops on
-// SIGINT/SIGTERM; the gRPC API that serves them is added by the API issue.
+// weightd: the daemon. Recovers the journal, the tiers and the revisions,
+// serves the gRPC API, and on SIGINT/SIGTERM stops accepting calls, drains the
+// ones in flight, and stops the actors (every acknowledged change is already
+// on disk: the journal fsyncs before it answers).
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -10,6 +11,7 @@
 #include "actors/errors.hpp"
 #include "actors/node.hpp"
 #include "api/daemon_config.hpp"
+#include "api/server.hpp"
 
 namespace {
 
@@ -54,7 +56,7 @@ int main(int argc, char** argv) {
   node_config.journal.mode = config.durability();
   node_config.journal.initial_map_bytes = config.journal_initial_map_bytes;
   node_config.journal.max_map_bytes = config.journal_max_map_bytes;
-  node_config.hot = {events::v1::TIER_HOT, config.hot_dir, config.hot_capacity_bytes, false};
+  node_config.hot = {events::v1::TIER_HOT, config.hot_path(), config.hot_capacity_bytes, false};
   node_config.cold = {events::v1::TIER_COLD, config.cold_path(), config.cold_capacity_bytes, true};
   node_config.io_workers = config.io_workers;
   node_config.snapshot_every = config.snapshot_every;
@@ -72,14 +74,25 @@ int main(int argc, char** argv) {
     spdlog::warn("replicas dropped at startup lost={} corrupt={} (their files were missing or "
                  "damaged; objects without a replica left are unreadable)",
                  report.lost_replicas, report.corrupt_replicas);
-  spdlog::info("weightd ready version={} journal={} writer_id={} journal_seq={} revisions={} "
+  api::server_options server_options;
+  server_options.listen = config.listen;
+  server_options.version = WEIGHTD_VERSION;
+  auto server = api::grpc_server::start(sys, node, server_options);
+  if (!server) {
+    spdlog::error("weightd cannot serve error=\"{}\"", server.error().to_string());
+    node.stop();
+    return 1;
+  }
+  spdlog::info("weightd ready version={} listen={} journal={} writer_id={} journal_seq={} revisions={} "
                "objects={} hot_bytes={} cold_bytes={} orphan_files_removed={}",
-               WEIGHTD_VERSION, node_config.journal.dir.string(), node.backend()->writer_id(),
+               WEIGHTD_VERSION, config.listen, node_config.journal.dir.string(), node.backend()->writer_id(),
                state.applied_seq, state.revisions.revisions.size(), state.objects.objects.size(),
                state.objects.hot_bytes, state.objects.cold_bytes, report.orphan_files);
 
   int signal = wait_for_shutdown_signal(signals);
   spdlog::info("weightd stopping signal={}", signal == SIGINT ? "SIGINT" : "SIGTERM");
+  (*server)->shutdown(std::chrono::seconds(10));  // stop accepting, drain in-flight calls
+  server->reset();
   node.stop();
   return 0;
 }

@@ -135,10 +135,5 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-inline std::string pattern(size_t n, unsigned seed = 1) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 2654435761u + seed) >> 13);
-  return s;
-}
 
 }  // namespace weightd::test

@@ -103,6 +103,13 @@ inline std::vector<uint64_t> stream_seqs(const persistence::journal_backend& j,
   return out;
 }
 
+/// `n` bytes of a deterministic pattern (different for each seed).
+inline std::string pattern(size_t n, unsigned seed = 1) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 2654435761u + seed) >> 13);
+  return s;
+}
+
 /// What a shell command printed (stdout and stderr) and its exit code.
 struct run_result {
   int exit_code = -1;

@@ -1,0 +1,172 @@
+#include "api/convert.hpp"
+
+namespace weightd::api {
+
+namespace ev1 = events::v1;
+
+namespace {
+
+result<events::revision_key> required_id(bool has, const ev1::RevisionId& id) {
+  if (!has) return status{errc::invalid_argument, "id is required"};
+  return events::revision_key::from_proto(id);  // the registry checks the parts
+}
+
+v1::OperationState state_of(events::operation_state s) {
+  switch (s) {
+    case events::operation_state::running: return v1::RUNNING;
+    case events::operation_state::completed: return v1::COMPLETED;
+    case events::operation_state::failed: return v1::FAILED;
+    case events::operation_state::cancelled: return v1::CANCELLED;
+  }
+  return v1::OPERATION_STATE_UNSPECIFIED;
+}
+
+}  // namespace
+
+void to_proto(const events::operation_record& op, v1::Operation* out) {
+  out->set_operation_id(op.id);
+  *out->mutable_id() = op.revision.to_proto();
+  out->set_kind(op.kind);
+  out->set_target(op.target);
+  out->set_target_hot_ratio(op.target_hot_ratio);
+  out->set_processed_units(op.processed_units);
+  out->set_total_units(op.total_units);
+  out->set_processed_bytes(op.processed_bytes);
+  out->set_total_bytes(op.total_bytes);
+  out->set_cursor(op.cursor);
+  out->set_state(state_of(op.state));
+  out->set_message(op.message);
+  out->set_started_at_ms(op.started_at_ms);
+  out->set_updated_at_ms(op.updated_at_ms);
+}
+
+void to_proto(const actors::revision_view& view, v1::RevisionView* out) {
+  const auto& r = view.record;
+  *out->mutable_id() = r.id.to_proto();
+  out->set_availability(r.availability);
+  out->set_residency(r.residency);
+  *out->mutable_policy() = r.policy.to_proto();
+  out->set_metadata_generation(r.metadata_generation);
+  if (!r.manifest.manifest_key.empty()) *out->mutable_manifest() = r.manifest.to_proto();
+  for (const auto& k : r.payload_keys) out->add_payload_keys(k);
+  out->set_affinity_count(r.affinity_count ? r.affinity_count : r.affinity_units);
+  out->set_observed_hot_ratio(r.observed_hot_ratio);
+  out->set_operation_id(r.operation_id);
+  out->set_created_at_ms(r.created_at_ms);
+  out->set_updated_at_ms(r.updated_at_ms);
+  out->set_last_accessed_at_ms(r.last_accessed_at_ms);
+  out->set_active_lease_count(view.active_lease_count);
+  out->set_nearest_lease_expiry_ms(view.nearest_lease_expiry_ms);
+  if (view.operation) to_proto(*view.operation, out->mutable_operation());
+}
+
+void to_proto(const actors::object_info& info, v1::ObjectInfo* out) {
+  const auto& o = info.record;
+  out->set_tenant(o.ref.tenant);
+  out->set_key(o.ref.key);
+  out->set_data_type(o.data_type);
+  out->set_group_id(o.group_id);
+  out->set_affinity_id(o.affinity_id);
+  out->set_size(o.size);
+  out->set_checksum_algorithm(o.checksum_algorithm);
+  out->set_checksum(o.checksum);
+  out->set_sha256(o.sha256);
+  out->set_hard_pin(o.hard_pin);
+  out->set_created_at_ms(o.created_at_ms);
+  out->set_last_access_ms(info.last_access_ms);
+  if (o.hot) out->add_replicas(ev1::TIER_HOT);
+  if (o.cold) out->add_replicas(ev1::TIER_COLD);
+  out->set_readable(o.readable());
+  out->set_managed_by(info.managed_by);
+  out->set_read_lease_expiry_ms(info.read_lease_expiry_ms);
+}
+
+result<actors::begin_import> from_proto(const v1::BeginImportRequest& req) {
+  auto id = required_id(req.has_id(), req.id());
+  if (!id) return id.error();
+  actors::begin_import cmd;
+  cmd.id = *id;
+  cmd.payload_group_id = req.payload_group_id();
+  cmd.expected_payload_count = req.expected_payload_count();
+  cmd.expected_logical_bytes = req.expected_logical_bytes();
+  cmd.has_policy = req.has_policy();
+  if (req.has_policy()) cmd.policy = events::policy::from_proto(req.policy());
+  cmd.affinity_count = req.affinity_count();
+  cmd.request_id = req.request_id();
+  return cmd;
+}
+
+result<actors::commit_import> from_proto(const v1::CommitImportRequest& req) {
+  auto id = required_id(req.has_id(), req.id());
+  if (!id) return id.error();
+  if (!req.has_manifest()) return status{errc::invalid_argument, "manifest is required"};
+  return actors::commit_import{*id, req.expected_metadata_generation(),
+                               events::manifest_ref::from_proto(req.manifest()),
+                               {req.payload_keys().begin(), req.payload_keys().end()}, "",
+                               req.request_id()};
+}
+
+result<actors::abort_import> from_proto(const v1::AbortImportRequest& req) {
+  auto id = required_id(req.has_id(), req.id());
+  if (!id) return id.error();
+  return actors::abort_import{*id, req.expected_metadata_generation(),
+                              {req.keys_to_remove().begin(), req.keys_to_remove().end()}, "",
+                              req.request_id()};
+}
+
+result<actors::get_revision> from_proto(const v1::GetRevisionRequest& req) {
+  auto id = required_id(req.has_id(), req.id());
+  if (!id) return id.error();
+  return actors::get_revision{*id, req.include_hidden()};
+}
+
+result<actors::list_revisions> from_proto(const v1::ListRevisionsRequest& req) {
+  actors::list_revisions q;
+  q.tenant = req.tenant();
+  q.ns = req.ns();
+  q.resource = req.resource();
+  for (int s : req.states()) {
+    if (!ev1::Availability_IsValid(s) || s == ev1::AVAILABILITY_UNSPECIFIED)
+      return status{errc::invalid_argument, "states has an unknown availability " + std::to_string(s)};
+    q.states.push_back(static_cast<ev1::Availability>(s));
+  }
+  q.page_token = req.page_token();
+  q.limit = req.limit();
+  return q;
+}
+
+result<actors::update_policy> from_proto(const v1::UpdatePolicyRequest& req) {
+  auto id = required_id(req.has_id(), req.id());
+  if (!id) return id.error();
+  if (!req.has_policy()) return status{errc::invalid_argument, "policy is required"};
+  return actors::update_policy{*id, req.expected_metadata_generation(),
+                               events::policy::from_proto(req.policy()), "", req.request_id()};
+}
+
+result<actors::remove_revision> from_proto(const v1::RemoveRevisionRequest& req) {
+  auto id = required_id(req.has_id(), req.id());
+  if (!id) return id.error();
+  if (req.drain_timeout_ms() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    return status{errc::invalid_argument, "drain_timeout_ms is too large"};
+  return actors::remove_revision{*id, req.expected_metadata_generation(),
+                                 static_cast<int64_t>(req.drain_timeout_ms()), "",
+                                 req.request_id()};
+}
+
+result<actors::put_request> from_proto(const v1::PutHeader& h) {
+  if (!ev1::Tier_IsValid(h.tier())) return status{errc::invalid_argument, "tier is unknown"};
+  actors::put_request r;
+  r.tenant = h.tenant();
+  r.key = h.key();
+  r.data_type = h.data_type();
+  r.group_id = h.group_id();
+  r.affinity_id = h.affinity_id();
+  r.size = h.size();
+  r.tier = h.tier();
+  r.hard_pin = h.hard_pin();
+  r.expected_checksum = h.checksum();
+  r.expected_algorithm = h.checksum_algorithm();
+  return r;
+}
+
+}  // namespace weightd::api

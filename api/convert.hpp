@@ -1,0 +1,23 @@
+// Wire messages (weightd.proto) <-> actor commands and views. Requests that
+// are malformed before any actor sees them fail here, naming the field.
+#pragma once
+
+#include "actors/actors.hpp"
+#include "api/weightd.pb.h"
+
+namespace weightd::api {
+
+void to_proto(const events::operation_record& op, v1::Operation* out);
+void to_proto(const actors::revision_view& view, v1::RevisionView* out);
+void to_proto(const actors::object_info& info, v1::ObjectInfo* out);
+
+result<actors::begin_import> from_proto(const v1::BeginImportRequest& req);
+result<actors::commit_import> from_proto(const v1::CommitImportRequest& req);
+result<actors::abort_import> from_proto(const v1::AbortImportRequest& req);
+result<actors::get_revision> from_proto(const v1::GetRevisionRequest& req);
+result<actors::list_revisions> from_proto(const v1::ListRevisionsRequest& req);
+result<actors::update_policy> from_proto(const v1::UpdatePolicyRequest& req);
+result<actors::remove_revision> from_proto(const v1::RemoveRevisionRequest& req);
+result<actors::put_request> from_proto(const v1::PutHeader& header);
+
+}  // namespace weightd::api

@@ -1,0 +1,473 @@
+#include "api/server.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "actors/errors.hpp"
+#include "api/convert.hpp"
+#include "api/grpc_status.hpp"
+#include "api/weightd.grpc.pb.h"
+
+namespace weightd::api {
+
+namespace {
+
+using grpc::CallbackServerContext;
+using grpc::ServerUnaryReactor;
+
+/// Runs one actor request for a unary call: `fill` writes the reply into the
+/// response, errors become the call's status.
+template <class Reply, class Handle, class Fill, class... Ts>
+ServerUnaryReactor* unary(caf::actor_system& sys, std::chrono::seconds timeout,
+                          CallbackServerContext* ctx, Handle handle, Fill fill, Ts... xs) {
+  auto* reactor = ctx->DefaultReactor();
+  sys.spawn([=](caf::event_based_actor* self) {
+    self->request(handle, timeout, xs...)
+        .then(
+            [=](Reply& reply) {
+              fill(reply);
+              reactor->Finish(grpc::Status::OK);
+              self->quit();
+            },
+            [=](caf::error& err) {
+              reactor->Finish(to_grpc(ctx, actors::to_status(err)));
+              self->quit();
+            });
+  });
+  return reactor;
+}
+
+ServerUnaryReactor* reject(CallbackServerContext* ctx, const status& st) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(to_grpc(ctx, st));
+  return reactor;
+}
+
+// ------------------------------------------------------------ WeightService
+
+class weight_service final : public v1::WeightService::CallbackService {
+ public:
+  weight_service(caf::actor_system& sys, actors::node& node, server_options o)
+      : sys_(sys), registry_(node.registry()), timeout_(o.timeout) {}
+
+  ServerUnaryReactor* BeginImport(CallbackServerContext* ctx, const v1::BeginImportRequest* req,
+                                  v1::RevisionView* resp) override {
+    auto cmd = from_proto(*req);
+    if (!cmd) return reject(ctx, cmd.error());
+    cmd->principal = ctx->peer();
+    return view_call(ctx, resp, *cmd);
+  }
+  ServerUnaryReactor* CommitImport(CallbackServerContext* ctx, const v1::CommitImportRequest* req,
+                                   v1::RevisionView* resp) override {
+    auto cmd = from_proto(*req);
+    if (!cmd) return reject(ctx, cmd.error());
+    cmd->principal = ctx->peer();
+    return view_call(ctx, resp, *cmd);
+  }
+  ServerUnaryReactor* AbortImport(CallbackServerContext* ctx, const v1::AbortImportRequest* req,
+                                  v1::AbortImportResponse* resp) override {
+    auto cmd = from_proto(*req);
+    if (!cmd) return reject(ctx, cmd.error());
+    cmd->principal = ctx->peer();
+    return unary<actors::removal_result>(
+        sys_, timeout_, ctx, registry_,
+        [resp](actors::removal_result& r) {
+          to_proto(r.view, resp->mutable_revision());
+          for (const auto& k : r.removed_keys) resp->add_removed_keys(k);
+          for (const auto& k : r.refused_keys) {
+            auto* refused = resp->add_refused_keys();
+            refused->set_key(k.key);
+            refused->set_reason(k.reason);
+          }
+        },
+        *cmd);
+  }
+  ServerUnaryReactor* GetRevision(CallbackServerContext* ctx, const v1::GetRevisionRequest* req,
+                                  v1::RevisionView* resp) override {
+    auto cmd = from_proto(*req);
+    if (!cmd) return reject(ctx, cmd.error());
+    return view_call(ctx, resp, *cmd);
+  }
+  ServerUnaryReactor* ListRevisions(CallbackServerContext* ctx,
+                                    const v1::ListRevisionsRequest* req,
+                                    v1::ListRevisionsResponse* resp) override {
+    auto q = from_proto(*req);
+    if (!q) return reject(ctx, q.error());
+    return unary<actors::revision_page>(
+        sys_, timeout_, ctx, registry_,
+        [resp](actors::revision_page& page) {
+          for (const auto& v : page.revisions) to_proto(v, resp->add_revisions());
+          resp->set_next_page_token(page.next_page_token);
+        },
+        *q);
+  }
+  ServerUnaryReactor* UpdatePolicy(CallbackServerContext* ctx, const v1::UpdatePolicyRequest* req,
+                                   v1::RevisionView* resp) override {
+    auto cmd = from_proto(*req);
+    if (!cmd) return reject(ctx, cmd.error());
+    cmd->principal = ctx->peer();
+    return view_call(ctx, resp, *cmd);
+  }
+  ServerUnaryReactor* RemoveRevision(CallbackServerContext* ctx,
+                                     const v1::RemoveRevisionRequest* req,
+                                     v1::RemoveRevisionResponse* resp) override {
+    auto cmd = from_proto(*req);
+    if (!cmd) return reject(ctx, cmd.error());
+    cmd->principal = ctx->peer();
+    return unary<actors::removal_result>(
+        sys_, timeout_, ctx, registry_,
+        [resp](actors::removal_result& r) {
+          to_proto(r.view, resp->mutable_revision());
+          for (const auto& k : r.removed_keys) resp->add_removed_keys(k);
+        },
+        *cmd);
+  }
+
+ private:
+  template <class Command>
+  ServerUnaryReactor* view_call(CallbackServerContext* ctx, v1::RevisionView* resp, Command cmd) {
+    return unary<actors::revision_view>(
+        sys_, timeout_, ctx, registry_, [resp](actors::revision_view& v) { to_proto(v, resp); },
+        std::move(cmd));
+  }
+
+  caf::actor_system& sys_;
+  actors::registry_actor registry_;
+  std::chrono::seconds timeout_;
+};
+
+// ------------------------------------------------------------ ObjectService
+
+/// Put: header -> reserve (actor) -> chunks into the ticket's file -> digest
+/// -> register (actor). The next read starts only after the last step, so a
+/// slow tier pushes back on the client (flow control).
+class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
+ public:
+  put_reactor(caf::actor_system& sys, actors::object_store_actor store, std::chrono::seconds timeout,
+              CallbackServerContext* ctx, v1::PutResponse* resp)
+      : sys_(sys), store_(store), timeout_(timeout), ctx_(ctx), resp_(resp) {
+    StartRead(&req_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ticket_) return on_header(ok);
+    if (!ok) return on_end();  // the client finished sending
+    if (req_.part_case() != v1::PutRequest::kChunk)
+      return fail({errc::invalid_argument, "chunk expected after the header"});
+    if (req_.chunk().size() > kMaxChunkBytes)
+      return fail({errc::invalid_argument, "chunk is larger than 4 MiB"});
+    if (auto st = writer_->write(req_.chunk().data(), req_.chunk().size()); !st.ok()) return fail(st);
+    StartRead(&req_);
+  }
+  void OnDone() override { delete this; }
+  void OnCancel() override { abandon(); }
+
+ private:
+  void on_header(bool ok) {
+    if (!ok || req_.part_case() != v1::PutRequest::kHeader)
+      return finish({errc::invalid_argument, "header is required as the first message of a put"});
+    auto request = from_proto(req_.header());
+    if (!request) return finish(request.error());
+    sys_.spawn([this, request = *request](caf::event_based_actor* self) {
+      self->request(store_, timeout_, actors::put_atom::value, request)
+          .then(
+              [this, self](actors::put_ticket& ticket) {
+                self->quit();
+                auto writer = persistence::blob_writer::create(ticket.temp_path, ticket.want_sha256,
+                                                               ticket.enospc_after_bytes);
+                ticket_ = ticket;
+                if (!writer) return fail(writer.error());
+                writer_ = std::move(*writer);
+                StartRead(&req_);
+              },
+              [this, self](caf::error& err) {
+                self->quit();
+                finish(actors::to_status(err));
+              });
+    });
+  }
+
+  void on_end() {
+    auto digest = writer_->finish();
+    if (!digest) return fail(digest.error());
+    auto id = ticket_->put_id;
+    sys_.spawn([this, id, digest = *digest](caf::event_based_actor* self) {
+      self->request(store_, timeout_, actors::put_atom::value, id, digest)
+          .then(
+              [this, self](actors::object_info& info) {
+                self->quit();
+                to_proto(info, resp_->mutable_object());
+                finish({});
+              },
+              [this, self](caf::error& err) {
+                self->quit();
+                finish(actors::to_status(err));
+              });
+    });
+  }
+
+  /// Gives the reservation back and ends the call with `st`.
+  void fail(const status& st) {
+    abandon();
+    finish(st);
+  }
+  void abandon() {
+    if (ticket_ && !abandoned_) {
+      abandoned_ = true;
+      caf::anon_send(store_, actors::abort_atom::value, ticket_->put_id);
+    }
+  }
+  void finish(const status& st) { Finish(to_grpc(ctx_, st)); }
+
+  caf::actor_system& sys_;
+  actors::object_store_actor store_;
+  std::chrono::seconds timeout_;
+  CallbackServerContext* ctx_;
+  v1::PutResponse* resp_;
+  v1::PutRequest req_;
+  std::optional<actors::put_ticket> ticket_;
+  std::unique_ptr<persistence::blob_writer> writer_;
+  bool abandoned_ = false;
+};
+
+/// Get: read grant (actor) -> the info, then the file in chunks; the next
+/// chunk is read when the previous one was sent (flow control).
+class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
+ public:
+  get_reactor(caf::actor_system& sys, actors::object_store_actor store, std::chrono::seconds timeout,
+              CallbackServerContext* ctx, const v1::GetRequest* req)
+      : ctx_(ctx) {
+    sys.spawn([this, store, timeout, tenant = req->tenant(), key = req->key()](
+                  caf::event_based_actor* self) {
+      self->request(store, timeout, caf::get_atom::value, tenant, key)
+          .then(
+              [this, self](actors::read_grant& grant) {
+                self->quit();
+                fd_ = ::open(grant.path.c_str(), O_RDONLY | O_CLOEXEC);
+                if (fd_ < 0)
+                  return finish({errc::not_found, "the replica of '" + grant.info.record.ref.key +
+                                                      "' vanished while being read; retry"});
+                to_proto(grant.info, msg_.mutable_info());
+                StartWrite(&msg_);
+              },
+              [this, self](caf::error& err) {
+                self->quit();
+                finish(actors::to_status(err));
+              });
+    });
+  }
+  ~get_reactor() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) return finish({errc::internal, "the client went away"});
+    std::string* chunk = msg_.mutable_chunk();
+    chunk->resize(kChunkBytes);
+    ssize_t n = ::read(fd_, chunk->data(), chunk->size());
+    if (n < 0) return finish({errc::internal, "reading the replica failed"});
+    if (n == 0) return finish({});
+    chunk->resize(static_cast<size_t>(n));
+    StartWrite(&msg_);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  static constexpr size_t kChunkBytes = 1u << 20;
+  void finish(const status& st) { Finish(to_grpc(ctx_, st)); }
+
+  CallbackServerContext* ctx_;
+  v1::GetResponse msg_;
+  int fd_ = -1;
+};
+
+class object_service final : public v1::ObjectService::CallbackService {
+ public:
+  object_service(caf::actor_system& sys, actors::node& node, server_options o)
+      : sys_(sys), store_(node.objects()), timeout_(o.timeout) {}
+
+  grpc::ServerReadReactor<v1::PutRequest>* Put(CallbackServerContext* ctx,
+                                               v1::PutResponse* resp) override {
+    return new put_reactor(sys_, store_, timeout_, ctx, resp);
+  }
+  grpc::ServerWriteReactor<v1::GetResponse>* Get(CallbackServerContext* ctx,
+                                                 const v1::GetRequest* req) override {
+    return new get_reactor(sys_, store_, timeout_, ctx, req);
+  }
+  ServerUnaryReactor* Stat(CallbackServerContext* ctx, const v1::StatRequest* req,
+                           v1::ObjectInfo* resp) override {
+    return unary<actors::object_info>(
+        sys_, timeout_, ctx, store_, [resp](actors::object_info& i) { to_proto(i, resp); },
+        actors::stat_atom::value, req->tenant(), req->key());
+  }
+  ServerUnaryReactor* Remove(CallbackServerContext* ctx, const v1::RemoveRequest* req,
+                             v1::RemoveResponse* resp) override {
+    return unary<actors::object_info>(
+        sys_, timeout_, ctx, store_,
+        [resp](actors::object_info& i) { to_proto(i, resp->mutable_object()); },
+        actors::remove_atom::value, req->tenant(), req->key(), req->force());
+  }
+  ServerUnaryReactor* BatchRemove(CallbackServerContext* ctx, const v1::BatchRemoveRequest* req,
+                                  v1::BatchRemoveResponse* resp) override {
+    std::vector<std::string> keys(req->keys().begin(), req->keys().end());
+    return unary<actors::batch_removal>(
+        sys_, timeout_, ctx, store_,
+        [resp](actors::batch_removal& b) {
+          for (const auto& r : b.results) {
+            auto* out = resp->add_results();
+            out->set_key(r.key);
+            out->set_code(code_name(r.result.code()));
+            out->set_message(r.result.message());
+          }
+        },
+        actors::remove_atom::value, req->tenant(), keys, req->force());
+  }
+  ServerUnaryReactor* RemoveAll(CallbackServerContext* ctx, const v1::RemoveAllRequest* req,
+                                v1::RemoveAllResponse* resp) override {
+    return unary<actors::removal_summary>(
+        sys_, timeout_, ctx, store_,
+        [resp](actors::removal_summary& s) {
+          for (const auto& k : s.removed_keys) resp->add_removed_keys(k);
+          resp->set_skipped_managed(s.skipped_managed);
+          resp->set_skipped_leased(s.skipped_leased);
+          resp->set_skipped_busy(s.skipped_busy);
+        },
+        actors::removeall_atom::value, req->tenant(), req->prefix());
+  }
+  ServerUnaryReactor* Evict(CallbackServerContext* ctx, const v1::EvictRequest* req,
+                            v1::EvictResponse* resp) override {
+    return unary<actors::eviction_summary>(
+        sys_, timeout_, ctx, store_,
+        [resp](actors::eviction_summary& s) {
+          resp->set_evicted_objects(s.evicted_objects);
+          resp->set_freed_bytes(s.freed_bytes);
+          resp->set_skipped_managed(s.skipped_managed);
+          resp->set_skipped_pinned(s.skipped_pinned);
+          resp->set_skipped_leased(s.skipped_leased);
+          resp->set_hot_used_bytes(s.hot_used_bytes);
+        },
+        actors::evict_atom::value, req->target_ratio());
+  }
+  ServerUnaryReactor* List(CallbackServerContext* ctx, const v1::ListObjectsRequest* req,
+                           v1::ListObjectsResponse* resp) override {
+    return unary<actors::object_page>(
+        sys_, timeout_, ctx, store_,
+        [resp](actors::object_page& page) {
+          for (const auto& o : page.objects) to_proto(o, resp->add_objects());
+          resp->set_next_start_after(page.next_start_after);
+        },
+        actors::list_atom::value, req->tenant(), req->prefix(), req->start_after(), req->limit());
+  }
+
+ private:
+  caf::actor_system& sys_;
+  actors::object_store_actor store_;
+  std::chrono::seconds timeout_;
+};
+
+// ------------------------------------------------------------- AdminService
+
+class admin_service final : public v1::AdminService::CallbackService {
+ public:
+  admin_service(caf::actor_system& sys, actors::node& node, server_options o)
+      : sys_(sys), node_(node), options_(std::move(o)) {}
+
+  ServerUnaryReactor* Status(CallbackServerContext* ctx, const v1::StatusRequest*,
+                             v1::StatusResponse* resp) override {
+    auto* reactor = ctx->DefaultReactor();
+    resp->set_version(options_.version);
+    resp->set_writer_id(node_.backend()->writer_id());
+    auto journal = node_.journal();
+    auto store = node_.objects();
+    auto timeout = options_.timeout;
+    sys_.spawn([=](caf::event_based_actor* self) {
+      self->request(journal, timeout, actors::stats_atom::value)
+          .then(
+              [=](actors::journal_stats& js) {
+                resp->set_journal_seq(js.highest_seq);
+                self->request(store, timeout, actors::stats_atom::value)
+                    .then(
+                        [=](actors::store_stats& ss) {
+                          auto usage = [](const actors::tier_usage& u, v1::TierUsage* out) {
+                            out->set_used_bytes(u.used_bytes);
+                            out->set_reserved_bytes(u.reserved_bytes);
+                            out->set_capacity_bytes(u.capacity_bytes);
+                          };
+                          usage(ss.hot, resp->mutable_hot());
+                          usage(ss.cold, resp->mutable_cold());
+                          resp->set_objects(ss.objects);
+                          for (const auto& [op, n] : ss.guard_skips) (*resp->mutable_guard_skips())[op] = n;
+                          reactor->Finish(grpc::Status::OK);
+                          self->quit();
+                        },
+                        [=](caf::error& err) {
+                          reactor->Finish(to_grpc(ctx, actors::to_status(err)));
+                          self->quit();
+                        });
+              },
+              [=](caf::error& err) {
+                reactor->Finish(to_grpc(ctx, actors::to_status(err)));
+                self->quit();
+              });
+    });
+    return reactor;
+  }
+  ServerUnaryReactor* Snapshot(CallbackServerContext* ctx, const v1::SnapshotRequest*,
+                               v1::SnapshotResponse* resp) override {
+    return unary<uint64_t>(
+        sys_, options_.timeout, ctx, node_.snapshotter(),
+        [resp](uint64_t seq) { resp->set_seq(seq); }, actors::snapshot_atom::value);
+  }
+
+ private:
+  caf::actor_system& sys_;
+  actors::node& node_;
+  server_options options_;
+};
+
+bool loopback(const std::string& listen) {
+  return listen.rfind("127.", 0) == 0 || listen.rfind("localhost:", 0) == 0 ||
+         listen.rfind("[::1]:", 0) == 0;
+}
+
+}  // namespace
+
+struct grpc_server::services {
+  weight_service weights;
+  object_service objects;
+  admin_service admin;
+};
+
+result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, actors::node& node,
+                                                        server_options options) {
+  if (!loopback(options.listen))
+    return status{errc::invalid_argument,
+                  "--listen " + options.listen +
+                      " is not a loopback address; this build has no authentication yet (SPEC "
+                      "§9), so it serves 127.0.0.1 or [::1] only"};
+  std::unique_ptr<grpc_server> s{new grpc_server};
+  s->services_.reset(new services{{sys, node, options}, {sys, node, options}, {sys, node, options}});
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
+  builder.SetMaxSendMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
+  builder.RegisterService(&s->services_->weights);
+  builder.RegisterService(&s->services_->objects);
+  builder.RegisterService(&s->services_->admin);
+  s->server_ = builder.BuildAndStart();
+  if (!s->server_ || s->port_ == 0)
+    return status{errc::internal, "cannot listen on " + options.listen +
+                                      "; is another process using the port? choose another --listen"};
+  return s;
+}
+
+void grpc_server::shutdown(std::chrono::milliseconds drain) {
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + drain);
+}
+
+grpc_server::~grpc_server() {
+  shutdown(std::chrono::milliseconds(0));
+  if (server_) server_->Wait();
+}
+
+}  // namespace weightd::api

@@ -1,0 +1,233 @@
+// The gRPC API end to end: a real server on loopback over the production
+// (threaded) actors and an LMDB journal, driven by the generated stubs.
+#include <doctest/doctest.h>
+#include <grpcpp/grpcpp.h>
+
+#include "actors/embedded.hpp"
+#include "api/grpc_status.hpp"
+#include "api/server.hpp"
+#include "api/weightd.grpc.pb.h"
+#include "events/identity.hpp"
+#include "persistence/tier_store.hpp"
+#include "support.hpp"
+
+using namespace weightd;
+using namespace weightd::test;
+namespace ev1 = events::v1;
+
+namespace {
+
+struct api_fixture {
+  temp_dir dir;
+  std::unique_ptr<actors::embedded> store;
+  std::unique_ptr<api::grpc_server> server;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::WeightService::Stub> weights;
+  std::unique_ptr<v1::ObjectService::Stub> objects;
+  std::unique_ptr<v1::AdminService::Stub> admin;
+
+  api_fixture() {
+    actors::node_config c;
+    c.journal.dir = dir.path() / "journal";
+    c.hot = {ev1::TIER_HOT, dir.path() / "hot", 256 << 20, false};
+    c.cold = {ev1::TIER_COLD, dir.path() / "cold", 0, true};
+    auto started = actors::embedded::start(c, 2);
+    REQUIRE_MESSAGE(started.ok(), started.error().to_string());
+    store = std::move(*started);
+    api::server_options o;
+    o.listen = "127.0.0.1:0";
+    auto s = api::grpc_server::start(store->system(), store->handles(), o);
+    REQUIRE_MESSAGE(s.ok(), s.error().to_string());
+    server = std::move(*s);
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(8 << 20);
+    channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server->port()),
+                                        grpc::InsecureChannelCredentials(), args);
+    weights = v1::WeightService::NewStub(channel);
+    objects = v1::ObjectService::NewStub(channel);
+    admin = v1::AdminService::NewStub(channel);
+  }
+  ~api_fixture() {
+    server.reset();
+    store.reset();
+  }
+
+  /// Streams `bytes` as a put in 4 MiB chunks.
+  status put(v1::PutHeader header, const std::string& bytes, v1::PutResponse* resp = nullptr) {
+    grpc::ClientContext ctx;
+    v1::PutResponse local;
+    auto writer = objects->Put(&ctx, resp ? resp : &local);
+    v1::PutRequest msg;
+    if (header.size() == 0) header.set_size(bytes.size());
+    *msg.mutable_header() = header;
+    writer->Write(msg);
+    for (size_t at = 0; at < bytes.size(); at += api::kMaxChunkBytes) {
+      msg.set_chunk(bytes.substr(at, api::kMaxChunkBytes));
+      if (!writer->Write(msg)) break;
+    }
+    writer->WritesDone();
+    return api::from_grpc(ctx, writer->Finish());
+  }
+  result<std::string> get(const std::string& key) {
+    grpc::ClientContext ctx;
+    v1::GetRequest req;
+    req.set_key(key);
+    auto reader = objects->Get(&ctx, req);
+    v1::GetResponse msg;
+    std::string bytes;
+    while (reader->Read(&msg))
+      if (msg.has_chunk()) bytes += msg.chunk();
+    auto st = api::from_grpc(ctx, reader->Finish());
+    if (!st.ok()) return st;
+    return bytes;
+  }
+  template <class Call, class Req, class Resp>
+  std::pair<grpc::Status, std::string> call(Call fn, const Req& req, Resp* resp) {
+    grpc::ClientContext ctx;
+    auto st = (weights.get()->*fn)(&ctx, req, resp);
+    const auto& trailers = ctx.GetServerTrailingMetadata();
+    auto it = trailers.find(api::kErrorMetadata);
+    return {st, it == trailers.end() ? "" : std::string(it->second.data(), it->second.size())};
+  }
+};
+
+ev1::RevisionId rid(uint64_t gen = 1) {
+  return events::revision_key{"default", "default", "llama", "main", gen}.to_proto();
+}
+
+}  // namespace
+
+TEST_CASE_FIXTURE(api_fixture, "api: import, commit, read back byte for byte, list, remove") {
+  auto key = events::revision_key::from_proto(rid());
+  v1::BeginImportRequest begin;
+  *begin.mutable_id() = rid();
+  std::string big = pattern(5u << 20, 3);  // more than one chunk
+  std::string small = pattern(1000, 4);
+  begin.set_expected_payload_count(2);
+  begin.set_expected_logical_bytes(big.size() + small.size());
+  v1::RevisionView view;
+  auto [st, code] = call(&v1::WeightService::Stub::BeginImport, begin, &view);
+  REQUIRE_MESSAGE(st.ok(), st.error_message());
+  CHECK(view.availability() == ev1::IMPORTING);
+
+  std::vector<std::string> keys = {"weights/llama/a.safetensors", "weights/llama/b.safetensors"};
+  for (size_t i = 0; i < 2; ++i) {
+    v1::PutHeader h;
+    h.set_key(keys[i]);
+    h.set_group_id(events::payload_group_id(key));
+    h.set_data_type(ev1::DATA_TYPE_WEIGHT);
+    REQUIRE(put(h, i == 0 ? big : small).ok());
+  }
+  std::string manifest = "{\"files\":2}";
+  v1::PutHeader mh;
+  mh.set_key(events::manifest_key(key));
+  mh.set_group_id(events::payload_group_id(key));
+  mh.set_data_type(ev1::DATA_TYPE_METADATA);
+  v1::PutResponse put_manifest;
+  REQUIRE(put(mh, manifest, &put_manifest).ok());
+  CHECK(put_manifest.object().sha256() == persistence::sha256_hex(manifest));
+
+  v1::CommitImportRequest commit;
+  *commit.mutable_id() = rid();
+  commit.set_expected_metadata_generation(1);
+  auto* m = commit.mutable_manifest();
+  m->set_manifest_key(events::manifest_key(key));
+  m->set_manifest_sha256(persistence::sha256_hex(manifest));
+  m->set_payload_keys_sha256(events::payload_keys_sha256(keys));
+  m->set_payload_count(2);
+  m->set_logical_bytes(big.size() + small.size());
+  for (const auto& k : keys) commit.add_payload_keys(k);
+  auto [cst, ccode] = call(&v1::WeightService::Stub::CommitImport, commit, &view);
+  REQUIRE_MESSAGE(cst.ok(), cst.error_message());
+  CHECK(view.availability() == ev1::READY);
+  CHECK(view.metadata_generation() == 2);
+
+  auto read = get(keys[0]);
+  REQUIRE(read.ok());
+  CHECK(*read == big);
+
+  v1::ListRevisionsRequest list;
+  v1::ListRevisionsResponse listed;
+  REQUIRE(call(&v1::WeightService::Stub::ListRevisions, list, &listed).first.ok());
+  REQUIRE(listed.revisions_size() == 1);
+  CHECK(listed.revisions(0).payload_keys_size() == 2);
+
+  v1::StatusRequest sreq;
+  v1::StatusResponse status_resp;
+  grpc::ClientContext sctx;
+  REQUIRE(admin->Status(&sctx, sreq, &status_resp).ok());
+  CHECK(status_resp.hot().used_bytes() == big.size() + small.size() + manifest.size());
+  CHECK(status_resp.journal_seq() >= 6);
+
+  v1::RemoveRevisionRequest remove;
+  *remove.mutable_id() = rid();
+  remove.set_expected_metadata_generation(2);
+  v1::RemoveRevisionResponse removed;
+  REQUIRE(call(&v1::WeightService::Stub::RemoveRevision, remove, &removed).first.ok());
+  CHECK(removed.removed_keys_size() == 3);
+  CHECK(removed.removed_keys(2) == events::manifest_key(key));
+  CHECK(get(keys[0]).error().code() == errc::not_found);
+}
+
+TEST_CASE_FIXTURE(api_fixture, "api: every error reaches the client with its status, code and what to do") {
+  v1::RevisionView view;
+  v1::BeginImportRequest no_id;
+  auto [s1, c1] = call(&v1::WeightService::Stub::BeginImport, no_id, &view);
+  CHECK(s1.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(c1 == "INVALID_ARGUMENT");
+  CHECK(s1.error_message() == "id is required");
+
+  v1::GetRevisionRequest missing;
+  *missing.mutable_id() = rid();
+  auto [s2, c2] = call(&v1::WeightService::Stub::GetRevision, missing, &view);
+  CHECK(s2.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(c2 == "NOT_FOUND");
+
+  v1::BeginImportRequest begin;
+  *begin.mutable_id() = rid();
+  begin.set_expected_payload_count(1);
+  begin.set_expected_logical_bytes(1);
+  REQUIRE(call(&v1::WeightService::Stub::BeginImport, begin, &view).first.ok());
+  v1::AbortImportRequest stale;
+  *stale.mutable_id() = rid();
+  stale.set_expected_metadata_generation(7);
+  v1::AbortImportResponse aborted;
+  grpc::ClientContext ctx;
+  auto s3 = weights->AbortImport(&ctx, stale, &aborted);
+  CHECK(s3.error_code() == grpc::StatusCode::ABORTED);
+  auto st3 = api::from_grpc(ctx, s3);
+  CHECK(st3.code() == errc::stale_generation);
+  CHECK(st3.message().find("re-read the revision and retry") != std::string::npos);
+
+  v1::PutHeader h;
+  h.set_key("k");
+  REQUIRE(put(h, "one").ok());
+  auto again = put(h, "one");
+  CHECK(again.code() == errc::object_already_exists);
+  v1::PutHeader wrong_size;
+  wrong_size.set_key("k2");
+  wrong_size.set_size(10);
+  auto short_put = put(wrong_size, "12345");
+  CHECK(short_put.code() == errc::invalid_argument);
+  CHECK(short_put.message().find("size:") == 0);
+
+  v1::AcquireLeaseRequest lease;
+  v1::Lease out;
+  grpc::ClientContext lctx;
+  CHECK(weights->AcquireLease(&lctx, lease, &out).error_code() == grpc::StatusCode::UNIMPLEMENTED);
+}
+
+TEST_CASE("api: listening beyond loopback is refused until authentication exists") {
+  temp_dir dir;
+  actors::node_config c;
+  c.journal.dir = dir.path() / "journal";
+  c.hot = {ev1::TIER_HOT, dir.path() / "hot", 1 << 20, false};
+  c.cold = {ev1::TIER_COLD, dir.path() / "cold", 0, true};
+  auto store = actors::embedded::start(c, 2);
+  REQUIRE(store.ok());
+  api::server_options o;
+  o.listen = "0.0.0.0:0";
+  auto s = api::grpc_server::start((*store)->system(), (*store)->handles(), o);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message().find("not a loopback address") != std::string::npos);
+}
