@@ -55,6 +55,15 @@ std::string format_event_json(const events::v1::Envelope& e) {
   return out;
 }
 
+std::string short_enum_name(int value, const google::protobuf::EnumDescriptor* d) {
+  const auto* v = d->FindValueByNumber(value);
+  if (!v) return std::to_string(value);
+  auto name = v->name();
+  for (const char* prefix : {"RESIDENCY_", "MIGRATION_"})
+    if (name.rfind(prefix, 0) == 0) return name.substr(std::string(prefix).size());
+  return name;
+}
+
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {

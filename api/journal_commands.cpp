@@ -161,14 +161,8 @@ std::string state_json(const events::store_state& state) {
   return json;
 }
 
-/// "HOT" for RESIDENCY_HOT, "AUTO" for MIGRATION_AUTO: the SPEC's names.
 std::string short_name(int value, const google::protobuf::EnumDescriptor* d) {
-  const auto* v = d->FindValueByNumber(value);
-  if (!v) return std::to_string(value);
-  auto name = v->name();
-  for (const char* prefix : {"RESIDENCY_", "MIGRATION_"})
-    if (name.rfind(prefix, 0) == 0) return name.substr(std::string(prefix).size());
-  return name;
+  return short_enum_name(value, d);
 }
 
 void print_state(const events::store_state& s, std::ostream& out) {

@@ -1,11 +1,12 @@
-// weightctl: the command-line tool. This build has the offline journal tools;
-// the gRPC commands come with the API.
+// weightctl: the command-line tool. Online commands talk to a daemon over
+// gRPC (--address); `journal` and `history` read the journal files offline.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
 #include "api/exit_codes.hpp"
 #include "api/journal_commands.hpp"
+#include "api/online_commands.hpp"
 
 int main(int argc, char** argv) {
   using namespace weightd::api;
@@ -13,8 +14,41 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommands
 
+  online_options online;
+  bool json = false;
+  app.add_option("--address", online.connection.address, "The daemon's gRPC address")
+      ->capture_default_str();
+  app.add_option("--tenant", online.tenant, "Tenant")->capture_default_str();
+  app.add_flag("--json", json, "Print JSON");
+
+  std::string dir, id;
+  auto* import_cmd = app.add_subcommand(
+      "import", "Upload a model directory as a revision (payloads, manifest last, commit; "
+                "aborted on failure)");
+  import_cmd->add_option("DIR", dir, "The model directory")->required();
+  import_cmd->add_option("--as", id,
+                         "The revision: [tenant:]ns/resource@revision[#generation]; without "
+                         "#generation the next one")
+      ->required();
+  auto* export_cmd = app.add_subcommand(
+      "export", "Download a revision into a directory, verifying every file's sha256");
+  export_cmd->add_option("ID", id, "The revision (without #generation: the highest READY)")
+      ->required();
+  export_cmd->add_option("DIR", dir, "Where to write the files")->required();
+  std::string ns = "default", resource;
+  bool all_states = false;
+  auto* ls_cmd = app.add_subcommand("ls", "List revisions (READY and DEGRADED unless --all)");
+  ls_cmd->add_option("--ns", ns, "Namespace")->capture_default_str();
+  ls_cmd->add_option("--resource", resource, "Only this resource");
+  ls_cmd->add_flag("--all", all_states, "Every state, tombstones too");
+  auto* show_cmd = app.add_subcommand("show", "Show one revision (hidden states too)");
+  show_cmd->add_option("ID", id, "The revision")->required();
+  auto* rm_cmd = app.add_subcommand("rm", "Remove a revision: payloads, then the manifest");
+  rm_cmd->add_option("ID", id, "The revision")->required();
+  auto* status_cmd = app.add_subcommand("status", "The daemon's tiers, journal and counters");
+
   journal_location where;
-  app.add_option("--data-dir", where.data_dir, "weightd's data directory")
+  app.add_option("--data-dir", where.data_dir, "weightd's data directory (offline commands)")
       ->capture_default_str();
   app.add_option("--journal-dir", where.journal_dir,
                  "The journal directory (default: <data-dir>/journal)");
@@ -65,6 +99,18 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : kExitUsage;
   }
+  online.json = json;
+  dump.json = dump.json || json;
+  stats.json = stats.json || json;
+  replay.json = replay.json || json;
+  verify.json = verify.json || json;
+  history.json = history.json || json;
+  if (*import_cmd) return import_dir(online, dir, id, std::cout, std::cerr);
+  if (*export_cmd) return export_dir(online, id, dir, std::cout, std::cerr);
+  if (*ls_cmd) return list_revisions(online, ns, resource, all_states, std::cout, std::cerr);
+  if (*show_cmd) return show_revision(online, id, std::cout, std::cerr);
+  if (*rm_cmd) return remove_revision(online, id, std::cout, std::cerr);
+  if (*status_cmd) return show_status(online, std::cout, std::cerr);
   if (*dump_cmd) return journal_dump(where, dump, std::cout, std::cerr);
   if (*stats_cmd) return journal_stats(where, stats, std::cout, std::cerr);
   if (*replay_cmd) return journal_replay(where, replay, std::cout, std::cerr);

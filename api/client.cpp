@@ -1,0 +1,177 @@
+#include "api/client.hpp"
+
+#include <fstream>
+#include <thread>
+
+#include "api/grpc_status.hpp"
+#include "api/server.hpp"
+
+namespace weightd::api {
+
+client::client(client_options options) : options_(std::move(options)) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
+  args.SetMaxSendMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
+  channel_ = grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+  weights_ = v1::WeightService::NewStub(channel_);
+  objects_ = v1::ObjectService::NewStub(channel_);
+  admin_ = v1::AdminService::NewStub(channel_);
+}
+
+template <class Resp, class Fn>
+result<Resp> client::unary(Fn call) {
+  auto backoff = std::chrono::milliseconds(100);
+  for (int attempt = 1;; ++attempt) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + options_.deadline);
+    Resp resp;
+    auto st = call(&ctx, &resp);
+    if (st.ok()) return resp;
+    auto mapped = from_grpc(ctx, st);
+    bool transport = ctx.GetServerTrailingMetadata().count(kErrorMetadata) == 0 &&
+                     (st.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                      st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+    if (!transport || attempt >= options_.attempts) return mapped;
+    std::this_thread::sleep_for(backoff);
+    backoff *= 4;
+  }
+}
+
+#define WEIGHTD_UNARY(stub, method, Resp, req)                                         \
+  unary<Resp>([&](grpc::ClientContext* ctx, Resp* resp) { return stub->method(ctx, req, resp); })
+
+result<v1::RevisionView> client::begin_import(const v1::BeginImportRequest& r) {
+  return WEIGHTD_UNARY(weights_, BeginImport, v1::RevisionView, r);
+}
+result<v1::RevisionView> client::commit_import(const v1::CommitImportRequest& r) {
+  return WEIGHTD_UNARY(weights_, CommitImport, v1::RevisionView, r);
+}
+result<v1::AbortImportResponse> client::abort_import(const v1::AbortImportRequest& r) {
+  return WEIGHTD_UNARY(weights_, AbortImport, v1::AbortImportResponse, r);
+}
+result<v1::RevisionView> client::get_revision(const v1::GetRevisionRequest& r) {
+  return WEIGHTD_UNARY(weights_, GetRevision, v1::RevisionView, r);
+}
+result<v1::ListRevisionsResponse> client::list_revisions(const v1::ListRevisionsRequest& r) {
+  return WEIGHTD_UNARY(weights_, ListRevisions, v1::ListRevisionsResponse, r);
+}
+result<v1::RevisionView> client::update_policy(const v1::UpdatePolicyRequest& r) {
+  return WEIGHTD_UNARY(weights_, UpdatePolicy, v1::RevisionView, r);
+}
+result<v1::RemoveRevisionResponse> client::remove_revision(const v1::RemoveRevisionRequest& r) {
+  return WEIGHTD_UNARY(weights_, RemoveRevision, v1::RemoveRevisionResponse, r);
+}
+result<v1::StatusResponse> client::server_status() {
+  v1::StatusRequest r;
+  return WEIGHTD_UNARY(admin_, Status, v1::StatusResponse, r);
+}
+result<v1::ObjectInfo> client::stat(const std::string& tenant, const std::string& key) {
+  v1::StatRequest r;
+  r.set_tenant(tenant);
+  r.set_key(key);
+  return WEIGHTD_UNARY(objects_, Stat, v1::ObjectInfo, r);
+}
+result<v1::ListObjectsResponse> client::list_objects(const v1::ListObjectsRequest& r) {
+  return WEIGHTD_UNARY(objects_, List, v1::ListObjectsResponse, r);
+}
+result<v1::RemoveResponse> client::remove_object(const v1::RemoveRequest& r) {
+  return WEIGHTD_UNARY(objects_, Remove, v1::RemoveResponse, r);
+}
+
+#undef WEIGHTD_UNARY
+
+namespace {
+/// Streams a put: the header, then `next_chunk` until it yields nothing.
+result<v1::ObjectInfo> stream_put(v1::ObjectService::Stub& stub, const v1::PutHeader& header,
+                                  const std::function<result<std::string>()>& next_chunk,
+                                  std::chrono::milliseconds deadline) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + deadline * 60);
+  v1::PutResponse resp;
+  auto writer = stub.Put(&ctx, &resp);
+  v1::PutRequest msg;
+  *msg.mutable_header() = header;
+  status local;
+  if (writer->Write(msg)) {
+    for (;;) {
+      auto chunk = next_chunk();
+      if (!chunk) {
+        local = chunk.error();
+        ctx.TryCancel();
+        break;
+      }
+      if (chunk->empty()) break;
+      msg.set_chunk(std::move(*chunk));
+      if (!writer->Write(msg)) break;  // the server ended the call: Finish says why
+    }
+  }
+  writer->WritesDone();
+  auto st = from_grpc(ctx, writer->Finish());
+  if (!local.ok()) return local;
+  if (!st.ok()) return st;
+  return resp.object();
+}
+}  // namespace
+
+result<v1::ObjectInfo> client::put_file(v1::PutHeader header, const std::filesystem::path& file,
+                                        uint64_t offset, uint64_t size, const progress_fn& progress) {
+  std::error_code ec;
+  uint64_t file_size = std::filesystem::file_size(file, ec);
+  if (ec) return status{errc::not_found, "cannot read " + file.string() + ": " + ec.message()};
+  size = std::min(size, file_size - std::min(offset, file_size));
+  header.set_size(size);
+  std::ifstream in(file, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(offset));
+  uint64_t done = 0;
+  return stream_put(
+      *objects_, header,
+      [&]() -> result<std::string> {
+        std::string chunk(std::min<uint64_t>(kMaxChunkBytes, size - done), '\0');
+        if (chunk.empty()) return chunk;
+        if (!in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())))
+          return status{errc::internal, "reading " + file.string() + " failed"};
+        done += chunk.size();
+        if (progress) progress(done);
+        return chunk;
+      },
+      options_.deadline);
+}
+
+result<v1::ObjectInfo> client::put_bytes(v1::PutHeader header, const std::string& bytes) {
+  header.set_size(bytes.size());
+  size_t at = 0;
+  return stream_put(
+      *objects_, header,
+      [&]() -> result<std::string> {
+        auto chunk = bytes.substr(at, kMaxChunkBytes);
+        at += chunk.size();
+        return chunk;
+      },
+      options_.deadline);
+}
+
+result<v1::ObjectInfo> client::get(const std::string& tenant, const std::string& key,
+                                   const std::function<status(const std::string&)>& sink) {
+  grpc::ClientContext ctx;
+  v1::GetRequest req;
+  req.set_tenant(tenant);
+  req.set_key(key);
+  auto reader = objects_->Get(&ctx, req);
+  v1::GetResponse msg;
+  v1::ObjectInfo info;
+  status local;
+  while (reader->Read(&msg)) {
+    if (msg.has_info()) info = msg.info();
+    else if (auto st = sink(msg.chunk()); !st.ok()) {
+      local = st;
+      ctx.TryCancel();
+      break;
+    }
+  }
+  auto st = from_grpc(ctx, reader->Finish());
+  if (!local.ok()) return local;
+  if (!st.ok()) return st;
+  return info;
+}
+
+}  // namespace weightd::api

@@ -1,0 +1,345 @@
+#include "api/online_commands.hpp"
+
+#include <google/protobuf/util/json_util.h>
+#include <spdlog/fmt/fmt.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "api/exit_codes.hpp"
+#include "api/format.hpp"
+#include "events/identity.hpp"
+#include "persistence/tier_store.hpp"
+
+namespace weightd::api {
+
+namespace ev1 = events::v1;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint64_t kPayloadBytes = 64ull << 20;
+
+int fail(std::ostream& err, const status& st, const std::string& next = "") {
+  err << "weightctl: " << st.to_string() << (next.empty() ? "" : "; " + next) << "\n";
+  return exit_code(st.code());
+}
+
+std::string to_json(const google::protobuf::Message& m, bool pretty = false) {
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  o.add_whitespace = pretty;
+  std::string out;
+  google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
+}
+
+/// "default/m@r" -> the highest generation in the given states (0 if none).
+result<events::revision_key> resolve(client& c, const std::string& text, bool ready_only) {
+  auto id = events::parse_canonical_text(text);
+  if (!id) return id.error();
+  if (id->generation) return id;
+  v1::ListRevisionsRequest q;
+  q.set_tenant(id->tenant);
+  q.set_ns(id->ns);
+  q.set_resource(id->resource);
+  if (!ready_only)
+    for (auto s : {ev1::IMPORTING, ev1::READY, ev1::DEGRADED, ev1::DELETING, ev1::DELETED})
+      q.add_states(s);
+  q.set_limit(1000);
+  auto page = c.list_revisions(q);
+  if (!page) return page.error();
+  for (const auto& v : page->revisions())
+    if (v.id().revision() == id->revision) id->generation = std::max(id->generation, v.id().weight_generation());
+  return id;
+}
+
+/// Progress on stderr when it is a terminal: bytes, rate, ETA.
+struct progress_line {
+  uint64_t total;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  bool tty = isatty(2);
+  void show(uint64_t done, const std::string& what) {
+    if (!tty) return;
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+    double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0;
+    fmt::print(stderr, "\r{:>10} / {:<10} {:>10}/s  ETA {:>4.0f}s  {:<40.40}",
+               format_bytes(done), format_bytes(total), format_bytes(static_cast<uint64_t>(rate)),
+               eta, what);
+  }
+  void end() {
+    if (tty) fmt::print(stderr, "\n");
+  }
+};
+
+}  // namespace
+
+int import_dir(const online_options& o, const std::string& dir, const std::string& text,
+               std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  auto parsed = events::parse_canonical_text(text);
+  if (!parsed) return fail(err, parsed.error());
+  auto id = *parsed;
+  if (!id.generation) {  // the next generation of the lineage
+    auto highest = resolve(c, text, false);
+    if (!highest) return fail(err, highest.error());
+    id.generation = highest->generation + 1;
+  }
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return fail(err, {errc::invalid_argument, "DIR '" + dir + "' is not a directory"});
+  // Plan: every regular file, in path order, cut into payloads of <= 64 MiB.
+  v1::ModelManifest manifest;
+  manifest.set_format("weightd.model/1");
+  std::vector<fs::path> paths;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    if (it->is_regular_file()) paths.push_back(it->path());
+  std::sort(paths.begin(), paths.end());
+  if (paths.empty()) return fail(err, {errc::invalid_argument, "DIR '" + dir + "' has no files"});
+  auto prefix = events::manifest_key(id);
+  prefix = prefix.substr(0, prefix.size() - std::string("manifest").size()) + "files/";
+  uint64_t total = 0;
+  std::vector<std::string> keys;
+  for (const auto& p : paths) {
+    auto* f = manifest.add_files();
+    f->set_path(fs::relative(p, dir).string());
+    f->set_size(fs::file_size(p));
+    auto digest = persistence::digest_file(p, true);
+    if (!digest) return fail(err, digest.error());
+    f->set_sha256(digest->sha256);
+    uint64_t parts = std::max<uint64_t>(1, (f->size() + kPayloadBytes - 1) / kPayloadBytes);
+    for (uint64_t i = 0; i < parts; ++i) {
+      auto* chunk = f->add_chunks();
+      chunk->set_key(prefix + f->path() + (parts > 1 ? fmt::format(".part{:04}", i) : ""));
+      chunk->set_offset(i * kPayloadBytes);
+      chunk->set_size(std::min(kPayloadBytes, f->size() - i * kPayloadBytes));
+      keys.push_back(chunk->key());
+    }
+    total += f->size();
+  }
+  auto group = events::payload_group_id(id);
+  v1::BeginImportRequest begin;
+  *begin.mutable_id() = id.to_proto();
+  begin.set_expected_payload_count(keys.size());
+  begin.set_expected_logical_bytes(std::max<uint64_t>(total, 1));
+  begin.set_affinity_count(static_cast<uint64_t>(manifest.files_size()));
+  auto begun = c.begin_import(begin);
+  if (!begun) return fail(err, begun.error());
+
+  std::vector<std::string> uploaded;
+  auto abort_with = [&](const status& why) {
+    v1::AbortImportRequest abort;
+    *abort.mutable_id() = id.to_proto();
+    abort.set_expected_metadata_generation(begun->metadata_generation());
+    for (const auto& k : uploaded) abort.add_keys_to_remove(k);
+    abort.add_keys_to_remove(events::manifest_key(id));
+    auto aborted = c.abort_import(abort);
+    return fail(err, why,
+                aborted ? fmt::format("the import was aborted and its {} uploaded objects removed",
+                                      aborted->removed_keys_size())
+                        : "aborting failed too (" + aborted.error().to_string() +
+                              "): run `weightctl abort " + events::canonical_text(id) + "`");
+  };
+  progress_line bar{total};
+  uint64_t done_before = 0;
+  for (int i = 0; i < manifest.files_size(); ++i) {
+    const auto& f = manifest.files(i);
+    for (const auto& chunk : f.chunks()) {
+      v1::PutHeader h;
+      h.set_tenant(id.tenant);
+      h.set_key(chunk.key());
+      h.set_group_id(group);
+      h.set_data_type(ev1::DATA_TYPE_WEIGHT);
+      h.set_affinity_id(f.path());
+      auto put = c.put_file(h, fs::path(dir) / f.path(), chunk.offset(), chunk.size(),
+                            [&](uint64_t d) { bar.show(done_before + d, f.path()); });
+      if (!put) {
+        bar.end();
+        return abort_with(put.error());
+      }
+      uploaded.push_back(chunk.key());
+      done_before += chunk.size();
+    }
+  }
+  bar.end();
+  auto manifest_json = to_json(manifest, true);
+  v1::PutHeader mh;
+  mh.set_tenant(id.tenant);
+  mh.set_key(events::manifest_key(id));
+  mh.set_group_id(group);
+  mh.set_data_type(ev1::DATA_TYPE_METADATA);
+  auto put_manifest = c.put_bytes(mh, manifest_json);
+  if (!put_manifest) return abort_with(put_manifest.error());
+  v1::CommitImportRequest commit;
+  *commit.mutable_id() = id.to_proto();
+  commit.set_expected_metadata_generation(begun->metadata_generation());
+  auto* m = commit.mutable_manifest();
+  m->set_manifest_key(events::manifest_key(id));
+  m->set_manifest_sha256(put_manifest->sha256());
+  m->set_payload_keys_sha256(events::payload_keys_sha256(keys));
+  m->set_payload_count(keys.size());
+  m->set_logical_bytes(std::max<uint64_t>(total, 1));
+  for (const auto& k : keys) commit.add_payload_keys(k);
+  auto committed = c.commit_import(commit);
+  if (!committed) return abort_with(committed.error());
+  if (o.json) out << to_json(*committed) << "\n";
+  else
+    out << fmt::format("imported {}: {} files, {} payloads, {} ({})\n", events::canonical_text(id),
+                       manifest.files_size(), keys.size(), format_bytes(total),
+                       ev1::Availability_Name(committed->availability()));
+  return 0;
+}
+
+int export_dir(const online_options& o, const std::string& text, const std::string& dir,
+               std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  auto id = resolve(c, text, true);
+  if (!id) return fail(err, id.error());
+  if (!id->generation) return fail(err, {errc::not_found, "no READY revision " + text});
+  v1::GetRevisionRequest get;
+  *get.mutable_id() = id->to_proto();
+  auto view = c.get_revision(get);
+  if (!view) return fail(err, view.error());
+  std::string manifest_json;
+  auto got = c.get(id->tenant, view->manifest().manifest_key(), [&](const std::string& chunk) {
+    manifest_json += chunk;
+    return status{};
+  });
+  if (!got) return fail(err, got.error());
+  v1::ModelManifest manifest;
+  if (!google::protobuf::util::JsonStringToMessage(manifest_json, &manifest).ok())
+    return fail(err, {errc::data_loss, "the manifest of " + events::canonical_text(*id) +
+                                           " is not a weightctl model manifest"});
+  uint64_t total = 0;
+  for (const auto& f : manifest.files()) total += f.size();
+  progress_line bar{total};
+  uint64_t done = 0;
+  for (const auto& f : manifest.files()) {
+    auto target = fs::path(dir) / f.path();
+    if (f.path().find("..") != std::string::npos || fs::path(f.path()).is_absolute())
+      return fail(err, {errc::data_loss, "the manifest names an unsafe path '" + f.path() + "'"});
+    fs::create_directories(target.parent_path());
+    auto temp = target.string() + ".weightd-partial";
+    {
+      std::ofstream file(temp, std::ios::binary | std::ios::trunc);
+      for (const auto& chunk : f.chunks()) {
+        auto r = c.get(id->tenant, chunk.key(), [&](const std::string& bytes) {
+          file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+          done += bytes.size();
+          bar.show(done, f.path());
+          return file ? status{} : status{errc::internal, "cannot write " + temp};
+        });
+        if (!r) {
+          bar.end();
+          fs::remove(temp);
+          return fail(err, r.error());
+        }
+      }
+    }
+    auto digest = persistence::digest_file(temp, true);
+    if (!digest || digest->sha256 != f.sha256()) {
+      bar.end();
+      fs::remove(temp);
+      return fail(err, {errc::data_loss, "'" + f.path() + "' failed its sha256 check"},
+                  "the revision may be damaged; run `weightctl show` and retry");
+    }
+    fs::rename(temp, target);
+  }
+  bar.end();
+  if (o.json)
+    out << fmt::format("{{\"id\":{},\"files\":{},\"bytes\":{}}}\n",
+                       json_string(events::canonical_text(*id)), manifest.files_size(), total);
+  else
+    out << fmt::format("exported {} to {}: {} files, {}, every sha256 verified\n",
+                       events::canonical_text(*id), dir, manifest.files_size(), format_bytes(total));
+  return 0;
+}
+
+int list_revisions(const online_options& o, const std::string& ns, const std::string& resource,
+                   bool all_states, std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  v1::ListRevisionsRequest q;
+  q.set_tenant(o.tenant);
+  q.set_ns(ns);
+  q.set_resource(resource);
+  if (all_states)
+    for (auto s : {ev1::IMPORTING, ev1::READY, ev1::DEGRADED, ev1::DELETING, ev1::DELETED})
+      q.add_states(s);
+  do {
+    auto page = c.list_revisions(q);
+    if (!page) return fail(err, page.error());
+    for (const auto& v : page->revisions()) {
+      if (o.json) {
+        out << to_json(v) << "\n";
+        continue;
+      }
+      out << fmt::format("{:<44} {:<9} {:<16} gen {:<4} {:>10}\n",
+                         events::canonical_text(events::revision_key::from_proto(v.id())),
+                         ev1::Availability_Name(v.availability()),
+                         short_enum_name(v.residency(), ev1::Residency_descriptor()),
+                         v.metadata_generation(),
+                         format_bytes(v.manifest().logical_bytes()));
+    }
+    q.set_page_token(page->next_page_token());
+  } while (!q.page_token().empty());
+  return 0;
+}
+
+int show_revision(const online_options& o, const std::string& text, std::ostream& out,
+                  std::ostream& err) {
+  client c{o.connection};
+  auto id = resolve(c, text, false);
+  if (!id) return fail(err, id.error());
+  v1::GetRevisionRequest get;
+  *get.mutable_id() = id->to_proto();
+  get.set_include_hidden(true);
+  auto view = c.get_revision(get);
+  if (!view) return fail(err, view.error());
+  out << to_json(*view, !o.json) << "\n";
+  return 0;
+}
+
+int remove_revision(const online_options& o, const std::string& text, std::ostream& out,
+                    std::ostream& err) {
+  client c{o.connection};
+  auto id = resolve(c, text, true);
+  if (!id) return fail(err, id.error());
+  v1::GetRevisionRequest get;
+  *get.mutable_id() = id->to_proto();
+  auto view = c.get_revision(get);
+  if (!view) return fail(err, view.error());
+  v1::RemoveRevisionRequest rm;
+  *rm.mutable_id() = id->to_proto();
+  rm.set_expected_metadata_generation(view->metadata_generation());
+  auto removed = c.remove_revision(rm);
+  if (!removed) return fail(err, removed.error());
+  if (o.json) out << to_json(*removed) << "\n";
+  else
+    out << fmt::format("removed {}: {} objects, manifest last\n", events::canonical_text(*id),
+                       removed->removed_keys_size());
+  return 0;
+}
+
+int show_status(const online_options& o, std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  auto s = c.server_status();
+  if (!s) return fail(err, s.error());
+  if (o.json) {
+    out << to_json(*s) << "\n";
+    return 0;
+  }
+  out << fmt::format("weightd {} at {} (writer {})\n", s->version(), o.connection.address,
+                     s->writer_id());
+  out << fmt::format("journal seq  {}\n", s->journal_seq());
+  out << fmt::format("objects      {}\n", s->objects());
+  out << fmt::format("HOT          {} used, {} reserved of {}\n", format_bytes(s->hot().used_bytes()),
+                     format_bytes(s->hot().reserved_bytes()), format_bytes(s->hot().capacity_bytes()));
+  out << fmt::format("COLD         {} used\n", format_bytes(s->cold().used_bytes()));
+  for (const auto& [op, n] : s->guard_skips()) out << fmt::format("guard skips  {} {}\n", op, n);
+  return 0;
+}
+
+}  // namespace weightd::api

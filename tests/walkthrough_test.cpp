@@ -1,0 +1,119 @@
+// The README walk-through, end to end: the real daemon on a free loopback
+// port, driven by the real weightctl: import a model directory, list it,
+// export it byte-identical, remove it, verify the journal; and an import that
+// cannot fit is aborted with nothing left behind.
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "support.hpp"
+
+using namespace weightd::test;
+
+namespace {
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+struct running_daemon {
+  pid_t pid = -1;
+  std::string address;
+  running_daemon(const std::filesystem::path& dir, const std::string& hot_capacity = "1073741824") {
+    address = "127.0.0.1:" + std::to_string(free_port());
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      auto data = dir.string(), hot = (dir / "hot").string();
+      execl(WEIGHTD_DAEMON, WEIGHTD_DAEMON, "--data-dir", data.c_str(), "--hot-dir", hot.c_str(),
+            "--listen", address.c_str(), "--hot-capacity-bytes", hot_capacity.c_str(),
+            "--log-level", "warn", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 200 && ctl("status").exit_code != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ~running_daemon() {
+    kill(pid, SIGTERM);
+    waitpid(pid, nullptr, 0);
+  }
+  run_result ctl(const std::string& args) {
+    return run_command(std::string{WEIGHTD_WEIGHTCTL} + " --address " + address + " " + args);
+  }
+};
+
+void write_file(const std::filesystem::path& p, const std::string& bytes) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+}  // namespace
+
+TEST_CASE("walkthrough: import, ls, export byte-identical, rm, verify") {
+  temp_dir dir;
+  auto model = dir.path() / "model";
+  write_file(model / "model-00001.safetensors", pattern((64u << 20) + 12345, 1));  // two payloads
+  write_file(model / "config.json", "{\"architecture\":\"tiny\"}");
+  write_file(model / "tokenizer" / "vocab.bin", pattern(50000, 2));
+  running_daemon d{dir.path() / "var"};
+
+  auto imported = d.ctl("import " + model.string() + " --as default/tiny-llm@main");
+  REQUIRE_MESSAGE(imported.exit_code == 0, imported.output);
+  CHECK(imported.output.find("imported default/tiny-llm@main#1: 3 files, 4 payloads") == 0);
+  auto ls = d.ctl("ls");
+  CHECK(ls.output.find("default/tiny-llm@main#1") == 0);
+  CHECK(ls.output.find("READY") != std::string::npos);
+
+  auto out = dir.path() / "exported";
+  auto exported = d.ctl("export default/tiny-llm@main " + out.string());
+  REQUIRE_MESSAGE(exported.exit_code == 0, exported.output);
+  for (auto rel : {"model-00001.safetensors", "config.json", "tokenizer/vocab.bin"})
+    CHECK(read_file(out / rel) == read_file(model / rel));
+
+  CHECK(d.ctl("show default/tiny-llm@main --json").output.find("\"availability\":\"READY\"") !=
+        std::string::npos);
+  auto removed = d.ctl("rm default/tiny-llm@main");
+  CHECK(removed.output.find("removed default/tiny-llm@main#1: 5 objects, manifest last") == 0);
+  CHECK(d.ctl("ls").output.empty());
+  CHECK(d.ctl("export default/tiny-llm@main " + out.string()).exit_code == 3);  // NOT_FOUND
+  auto verify = run_command(std::string{WEIGHTD_WEIGHTCTL} + " journal verify --data-dir " +
+                            (dir.path() / "var").string());
+  CHECK(verify.exit_code == 0);
+}
+
+TEST_CASE("walkthrough: an import that cannot fit is aborted and leaves nothing behind") {
+  temp_dir dir;
+  auto model = dir.path() / "model";
+  write_file(model / "a.bin", pattern(600000, 1));
+  write_file(model / "b.bin", pattern(600000, 2));  // together more than the HOT tier holds
+  running_daemon d{dir.path() / "var", "1000000"};
+  auto r = d.ctl("import " + model.string() + " --as default/too-big@main");
+  CHECK(r.exit_code == 15);  // NO_AVAILABLE_SPACE
+  CHECK(r.output.find("NO_AVAILABLE_SPACE") != std::string::npos);
+  CHECK(r.output.find("the import was aborted and its") != std::string::npos);
+  CHECK(d.ctl("status").output.find("objects      0") != std::string::npos);
+  CHECK(d.ctl("ls --all").output.find("DELETED") != std::string::npos);
+  CHECK(d.ctl("bogus").exit_code == 1);
+  auto unreachable = run_command(std::string{WEIGHTD_WEIGHTCTL} + " --address 127.0.0.1:1 status");
+  CHECK(unreachable.exit_code == 7);  // BUSY: unreachable, says what to check
+  CHECK(unreachable.output.find("is the daemon running") != std::string::npos);
+}
