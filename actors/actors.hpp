@@ -362,7 +362,9 @@ using revision_actor = revision_commands::extend<
 /// serves listings from its index (identity -> view, per-lineage order).
 using registry_actor = revision_commands::extend<
     // ListRevisions from the registry's index.
-    caf::replies_to<list_revisions>::with<revision_page>>::extend_with<revision_listener>;
+    caf::replies_to<list_revisions>::with<revision_page>,
+    // How many revisions are in each availability ("READY" -> n).
+    caf::replies_to<stats_atom>::with<std::map<std::string, uint64_t>>>::extend_with<revision_listener>;
 
 }  // namespace weightd::actors
 

@@ -162,6 +162,12 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
           return route<revision_view>(self, cmd);
         },
         [=](list_revisions& q) { return list(self, q); },
+        [=](stats_atom) {
+          std::map<std::string, uint64_t> by_state;
+          for (const auto& [id, v] : self->state.views)
+            ++by_state[v1::Availability_Name(v.record.availability)];
+          return by_state;
+        },
         [=](revision_view& view) {
           update_guard(self, view.record);
           self->state.views[view.record.id] = std::move(view);

@@ -6,6 +6,8 @@ void add_daemon_options(CLI::App& app, daemon_config& c) {
   app.set_config("--config", "", "Read flags from this file (keys are the long flag names)");
   app.add_option("--listen", c.listen, "gRPC address (loopback only in this build)")
       ->capture_default_str();
+  app.add_option("--http-listen", c.http_listen, "HTTP address of /metrics and /healthz")
+      ->capture_default_str();
   app.add_option("--data-dir", c.data_dir, "Directory for the journal and the COLD tier")
       ->capture_default_str();
   app.add_option("--journal-dir", c.journal_dir,

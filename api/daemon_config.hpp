@@ -14,6 +14,7 @@ namespace weightd::api {
 
 struct daemon_config {
   std::string listen = "127.0.0.1:7070";
+  std::string http_listen = "127.0.0.1:7071";
   std::string data_dir = "./var";
   std::string journal_dir;  // default: <data_dir>/journal
   std::string journal_sync = "sync";

@@ -6,6 +6,7 @@
 #include "actors/errors.hpp"
 #include "api/convert.hpp"
 #include "api/grpc_status.hpp"
+#include "api/metrics.hpp"
 #include "api/weightd.grpc.pb.h"
 
 namespace weightd::api {
@@ -454,6 +455,11 @@ result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, 
   builder.RegisterService(&s->services_->weights);
   builder.RegisterService(&s->services_->objects);
   builder.RegisterService(&s->services_->admin);
+  if (options.metrics) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> factories;
+    factories.push_back(metrics_interceptor(options.metrics));
+    builder.experimental().SetInterceptorCreators(std::move(factories));
+  }
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0)
     return status{errc::internal, "cannot listen on " + options.listen +

@@ -17,8 +17,11 @@ namespace weightd::api {
 
 inline constexpr size_t kMaxChunkBytes = 4u << 20;
 
+class rpc_metrics;
+
 struct server_options {
   std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free one
+  std::shared_ptr<rpc_metrics> metrics;   // counts every call when set
   std::chrono::seconds timeout{60};       // per actor request
   std::string version = "dev";
 };

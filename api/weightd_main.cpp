@@ -11,6 +11,7 @@
 #include "actors/errors.hpp"
 #include "actors/node.hpp"
 #include "api/daemon_config.hpp"
+#include "api/metrics.hpp"
 #include "api/server.hpp"
 
 namespace {
@@ -77,9 +78,17 @@ int main(int argc, char** argv) {
   api::server_options server_options;
   server_options.listen = config.listen;
   server_options.version = WEIGHTD_VERSION;
+  server_options.metrics = std::make_shared<api::rpc_metrics>();
   auto server = api::grpc_server::start(sys, node, server_options);
   if (!server) {
     spdlog::error("weightd cannot serve error=\"{}\"", server.error().to_string());
+    node.stop();
+    return 1;
+  }
+  auto metrics = api::metrics_server::start(sys, node, server_options.metrics, config.http_listen);
+  if (!metrics) {
+    spdlog::error("weightd cannot serve metrics error=\"{}\"", metrics.error().to_string());
+    server->reset();
     node.stop();
     return 1;
   }
@@ -93,6 +102,7 @@ int main(int argc, char** argv) {
   spdlog::info("weightd stopping signal={}", signal == SIGINT ? "SIGINT" : "SIGTERM");
   (*server)->shutdown(std::chrono::seconds(10));  // stop accepting, drain in-flight calls
   server->reset();
+  metrics->reset();
   node.stop();
   return 0;
 }

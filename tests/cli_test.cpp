@@ -34,7 +34,8 @@ struct daemon_process {
     if (pid == 0) {
       auto hot = (data_dir / "hot").string();
       execl(WEIGHTD_DAEMON, WEIGHTD_DAEMON, "--data-dir", data_dir.c_str(), "--hot-dir",
-            hot.c_str(), "--listen", "127.0.0.1:0", "--log-level", "warn",
+            hot.c_str(), "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
+            "--log-level", "warn",
             static_cast<char*>(nullptr));
       _exit(127);
     }
@@ -94,7 +95,7 @@ TEST_CASE("cli: a second daemon on the same directories is refused with a clear 
   REQUIRE(wait_for_events(dir.path(), 1));
   auto hot = (dir.path() / "hot").string();
   auto second = run(std::string{WEIGHTD_DAEMON} + " --data-dir " + dir.path().string() +
-                    " --hot-dir " + hot + " --listen 127.0.0.1:0");
+                    " --hot-dir " + hot + " --listen 127.0.0.1:0 --http-listen 127.0.0.1:0");
   CHECK(second.exit_code == 1);
   CHECK(second.output.find("another weightd") != std::string::npos);
   CHECK(first.stop() == 0);

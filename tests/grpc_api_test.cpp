@@ -2,9 +2,11 @@
 // (threaded) actors and an LMDB journal, driven by the generated stubs.
 #include <doctest/doctest.h>
 #include <grpcpp/grpcpp.h>
+#include <httplib.h>
 
 #include "actors/embedded.hpp"
 #include "api/grpc_status.hpp"
+#include "api/metrics.hpp"
 #include "api/server.hpp"
 #include "api/weightd.grpc.pb.h"
 #include "events/identity.hpp"
@@ -20,6 +22,7 @@ namespace {
 struct api_fixture {
   temp_dir dir;
   std::unique_ptr<actors::embedded> store;
+  std::shared_ptr<api::rpc_metrics> rpcs = std::make_shared<api::rpc_metrics>();
   std::unique_ptr<api::grpc_server> server;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::WeightService::Stub> weights;
@@ -36,6 +39,7 @@ struct api_fixture {
     store = std::move(*started);
     api::server_options o;
     o.listen = "127.0.0.1:0";
+    o.metrics = rpcs;
     auto s = api::grpc_server::start(store->system(), store->handles(), o);
     REQUIRE_MESSAGE(s.ok(), s.error().to_string());
     server = std::move(*s);
@@ -215,6 +219,38 @@ TEST_CASE_FIXTURE(api_fixture, "api: every error reaches the client with its sta
   v1::Lease out;
   grpc::ClientContext lctx;
   CHECK(weights->AcquireLease(&lctx, lease, &out).error_code() == grpc::StatusCode::UNIMPLEMENTED);
+}
+
+TEST_CASE_FIXTURE(api_fixture, "api: /metrics counts calls by RPC and code; /healthz answers") {
+  v1::BeginImportRequest begin;
+  *begin.mutable_id() = rid();
+  begin.set_expected_payload_count(1);
+  begin.set_expected_logical_bytes(1);
+  v1::RevisionView view;
+  REQUIRE(call(&v1::WeightService::Stub::BeginImport, begin, &view).first.ok());
+  v1::GetRevisionRequest missing;
+  *missing.mutable_id() = rid(9);
+  CHECK_FALSE(call(&v1::WeightService::Stub::GetRevision, missing, &view).first.ok());
+  v1::PutHeader h;
+  h.set_key("plain");
+  REQUIRE(put(h, "bytes").ok());
+  auto m = api::metrics_server::start(store->system(), store->handles(), rpcs, "127.0.0.1:0");
+  REQUIRE_MESSAGE(m.ok(), m.error().to_string());
+  httplib::Client http("127.0.0.1", (*m)->port());
+  auto scraped = http.Get("/metrics");
+  REQUIRE(scraped);
+  CHECK(scraped->status == 200);
+  const auto& text = scraped->body;
+  CHECK(text.find("weightd_requests_total{rpc=\"BeginImport\",code=\"OK\"} 1") != std::string::npos);
+  CHECK(text.find("weightd_requests_total{rpc=\"GetRevision\",code=\"NOT_FOUND\"} 1") != std::string::npos);
+  CHECK(text.find("weightd_requests_total{rpc=\"Put\",code=\"OK\"} 1") != std::string::npos);
+  CHECK(text.find("weightd_tier_used_bytes{tier=\"HOT\"} 5") != std::string::npos);
+  CHECK(text.find("weightd_revisions{state=\"IMPORTING\"} 1") != std::string::npos);
+  CHECK(text.find("weightd_journal_seq ") != std::string::npos);
+  auto health = http.Get("/healthz");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+  CHECK(health->body == "ok\n");
 }
 
 TEST_CASE("api: listening beyond loopback is refused until authentication exists") {

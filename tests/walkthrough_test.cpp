@@ -35,12 +35,14 @@ struct running_daemon {
   std::string address;
   running_daemon(const std::filesystem::path& dir, const std::string& hot_capacity = "1073741824") {
     address = "127.0.0.1:" + std::to_string(free_port());
+    auto http = "127.0.0.1:" + std::to_string(free_port());
     pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
       auto data = dir.string(), hot = (dir / "hot").string();
       execl(WEIGHTD_DAEMON, WEIGHTD_DAEMON, "--data-dir", data.c_str(), "--hot-dir", hot.c_str(),
-            "--listen", address.c_str(), "--hot-capacity-bytes", hot_capacity.c_str(),
+            "--listen", address.c_str(), "--http-listen", http.c_str(),
+            "--hot-capacity-bytes", hot_capacity.c_str(),
             "--log-level", "warn", static_cast<char*>(nullptr));
       _exit(127);
     }

@@ -1,0 +1,164 @@
+#include "api/metrics.hpp"
+
+#include <httplib.h>
+#include <spdlog/fmt/fmt.h>
+
+#include <chrono>
+
+#include "api/grpc_status.hpp"
+
+namespace weightd::api {
+
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+class metrics_interceptor_impl final : public grpc::experimental::Interceptor {
+ public:
+  metrics_interceptor_impl(std::string rpc, std::shared_ptr<rpc_metrics> metrics)
+      : rpc_(std::move(rpc)), metrics_(std::move(metrics)) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      std::string code = "OK";
+      if (auto* trailers = methods->GetSendTrailingMetadata())
+        if (auto it = trailers->find(kErrorMetadata); it != trailers->end()) code = it->second;
+      auto st = methods->GetSendStatus();
+      if (code == "OK" && !st.ok()) code = "GRPC_" + std::to_string(st.error_code());
+      metrics_->record(rpc_, code, std::chrono::duration<double>(
+                                       std::chrono::steady_clock::now() - start_).count());
+    }
+    methods->Proceed();
+  }
+
+ private:
+  std::string rpc_;
+  std::shared_ptr<rpc_metrics> metrics_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+class metrics_factory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit metrics_factory(std::shared_ptr<rpc_metrics> m) : metrics_(std::move(m)) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    std::string method = info->method();  // "/weightd.v1.WeightService/BeginImport"
+    return new metrics_interceptor_impl(method.substr(method.rfind('/') + 1), metrics_);
+  }
+
+ private:
+  std::shared_ptr<rpc_metrics> metrics_;
+};
+
+template <class Reply, class Handle, class... Ts>
+std::optional<Reply> ask(caf::actor_system& sys, Handle h, Ts... xs) {
+  caf::scoped_actor self{sys};
+  std::optional<Reply> out;
+  self->request(h, std::chrono::seconds(5), xs...)
+      .receive([&](Reply& r) { out = std::move(r); }, [](caf::error&) {});
+  return out;
+}
+
+}  // namespace
+
+void rpc_metrics::record(const std::string& rpc, const std::string& code, double seconds) {
+  std::lock_guard lock(mutex_);
+  auto& c = by_rpc_code_[{rpc, code}];
+  ++c.count;
+  c.seconds += seconds;
+}
+
+std::string rpc_metrics::render() const {
+  std::lock_guard lock(mutex_);
+  std::string out =
+      "# HELP weightd_requests_total gRPC requests by RPC and weightd code.\n"
+      "# TYPE weightd_requests_total counter\n";
+  for (const auto& [key, c] : by_rpc_code_)
+    out += fmt::format("weightd_requests_total{{rpc=\"{}\",code=\"{}\"}} {}\n", key.first,
+                       key.second, c.count);
+  out += "# HELP weightd_request_seconds_total Time spent serving gRPC requests.\n"
+         "# TYPE weightd_request_seconds_total counter\n";
+  for (const auto& [key, c] : by_rpc_code_)
+    out += fmt::format("weightd_request_seconds_total{{rpc=\"{}\",code=\"{}\"}} {:.6f}\n",
+                       key.first, key.second, c.seconds);
+  return out;
+}
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> metrics_interceptor(
+    std::shared_ptr<rpc_metrics> metrics) {
+  return std::make_unique<metrics_factory>(std::move(metrics));
+}
+
+result<std::unique_ptr<metrics_server>> metrics_server::start(caf::actor_system& sys,
+                                                              actors::node& node,
+                                                              std::shared_ptr<rpc_metrics> rpcs,
+                                                              const std::string& listen) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos)
+    return status{errc::invalid_argument, "--http-listen must be host:port"};
+  std::unique_ptr<metrics_server> m{new metrics_server};
+  m->sys_ = &sys;
+  m->node_ = &node;
+  m->rpcs_ = std::move(rpcs);
+  m->http_ = std::make_unique<httplib::Server>();
+  auto* self = m.get();
+  m->http_->Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
+    res.set_content(self->render(), "text/plain; version=0.0.4");
+  });
+  m->http_->Get("/healthz", [self](const httplib::Request&, httplib::Response& res) {
+    bool ok = ask<actors::journal_stats>(*self->sys_, self->node_->journal(),
+                                         actors::stats_atom::value).has_value();
+    res.status = ok ? 200 : 503;
+    res.set_content(ok ? "ok\n" : "the journal writer does not answer\n", "text/plain");
+  });
+  auto host = listen.substr(0, colon);
+  int port = std::stoi(listen.substr(colon + 1));
+  m->port_ = port == 0 ? m->http_->bind_to_any_port(host) : (m->http_->bind_to_port(host, port) ? port : -1);
+  if (m->port_ <= 0)
+    return status{errc::internal, "cannot listen on " + listen + " for metrics; choose another --http-listen"};
+  m->thread_ = std::thread([self] { self->http_->listen_after_bind(); });
+  return m;
+}
+
+metrics_server::~metrics_server() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string metrics_server::render() {
+  std::string out = rpcs_->render();
+  auto gauge = [&](const char* name, const char* help, uint64_t value, const std::string& labels = "") {
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{} {}\n", name, help, name, name,
+                       labels.empty() ? "" : "{" + labels + "}", value);
+  };
+  if (auto js = ask<actors::journal_stats>(*sys_, node_->journal(), actors::stats_atom::value)) {
+    gauge("weightd_journal_seq", "Highest committed journal seq.", js->highest_seq);
+    gauge("weightd_journal_commits", "Journal transactions committed.", js->commits);
+    gauge("weightd_journal_events", "Events in committed transactions.", js->events);
+    gauge("weightd_journal_last_commit_microseconds", "Duration of the last commit (fsync included).",
+          js->last_commit_us);
+    gauge("weightd_journal_commit_microseconds_total", "Time spent committing.", js->total_commit_us);
+  }
+  if (auto ss = ask<actors::store_stats>(*sys_, node_->objects(), actors::stats_atom::value)) {
+    for (auto [tier, usage] : {std::pair{"HOT", ss->hot}, std::pair{"COLD", ss->cold}}) {
+      auto labels = fmt::format("tier=\"{}\"", tier);
+      gauge("weightd_tier_used_bytes", "Bytes of committed replicas.", usage.used_bytes, labels);
+      gauge("weightd_tier_reserved_bytes", "Bytes reserved by puts and copies.", usage.reserved_bytes, labels);
+      gauge("weightd_tier_capacity_bytes", "Configured capacity (0 = unlimited).", usage.capacity_bytes, labels);
+    }
+    gauge("weightd_objects", "Objects in the key space.", ss->objects);
+    out += "# HELP weightd_guard_skips_total Managed objects skipped by eviction and cleanup.\n"
+           "# TYPE weightd_guard_skips_total counter\n";
+    for (const auto& [op, n] : ss->guard_skips)
+      out += fmt::format("weightd_guard_skips_total{{op=\"{}\"}} {}\n", op, n);
+  }
+  if (auto states = ask<std::map<std::string, uint64_t>>(*sys_, node_->registry(),
+                                                          actors::stats_atom::value)) {
+    out += "# HELP weightd_revisions Revisions by availability.\n# TYPE weightd_revisions gauge\n";
+    for (const auto& [state, n] : *states)
+      out += fmt::format("weightd_revisions{{state=\"{}\"}} {}\n", state, n);
+  }
+  return out;
+}
+
+}  // namespace weightd::api
