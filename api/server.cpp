@@ -46,6 +46,16 @@ ServerUnaryReactor* reject(CallbackServerContext* ctx, const status& st) {
 
 // ------------------------------------------------------------ WeightService
 
+/// Commands with a principal are mutations: the journal records who asked.
+template <class T, class = void>
+struct is_mutation : std::false_type {};
+template <class T>
+struct is_mutation<T, std::void_t<decltype(std::declval<T&>().principal)>> : std::true_type {};
+
+std::function<void(actors::revision_view&)> view_into(v1::RevisionView* resp) {
+  return [resp](actors::revision_view& v) { to_proto(v, resp); };
+}
+
 class weight_service final : public v1::WeightService::CallbackService {
  public:
   weight_service(caf::actor_system& sys, actors::node& node, server_options o)
@@ -53,83 +63,58 @@ class weight_service final : public v1::WeightService::CallbackService {
 
   ServerUnaryReactor* BeginImport(CallbackServerContext* ctx, const v1::BeginImportRequest* req,
                                   v1::RevisionView* resp) override {
-    auto cmd = from_proto(*req);
-    if (!cmd) return reject(ctx, cmd.error());
-    cmd->principal = ctx->peer();
-    return view_call(ctx, resp, *cmd);
+    return command<actors::revision_view>(ctx, *req, view_into(resp));
   }
   ServerUnaryReactor* CommitImport(CallbackServerContext* ctx, const v1::CommitImportRequest* req,
                                    v1::RevisionView* resp) override {
-    auto cmd = from_proto(*req);
-    if (!cmd) return reject(ctx, cmd.error());
-    cmd->principal = ctx->peer();
-    return view_call(ctx, resp, *cmd);
+    return command<actors::revision_view>(ctx, *req, view_into(resp));
   }
   ServerUnaryReactor* AbortImport(CallbackServerContext* ctx, const v1::AbortImportRequest* req,
                                   v1::AbortImportResponse* resp) override {
-    auto cmd = from_proto(*req);
-    if (!cmd) return reject(ctx, cmd.error());
-    cmd->principal = ctx->peer();
-    return unary<actors::removal_result>(
-        sys_, timeout_, ctx, registry_,
-        [resp](actors::removal_result& r) {
-          to_proto(r.view, resp->mutable_revision());
-          for (const auto& k : r.removed_keys) resp->add_removed_keys(k);
-          for (const auto& k : r.refused_keys) {
-            auto* refused = resp->add_refused_keys();
-            refused->set_key(k.key);
-            refused->set_reason(k.reason);
-          }
-        },
-        *cmd);
+    return command<actors::removal_result>(ctx, *req, [resp](actors::removal_result& r) {
+      to_proto(r.view, resp->mutable_revision());
+      for (const auto& k : r.removed_keys) resp->add_removed_keys(k);
+      for (const auto& k : r.refused_keys) {
+        auto* refused = resp->add_refused_keys();
+        refused->set_key(k.key);
+        refused->set_reason(k.reason);
+      }
+    });
   }
   ServerUnaryReactor* GetRevision(CallbackServerContext* ctx, const v1::GetRevisionRequest* req,
                                   v1::RevisionView* resp) override {
-    auto cmd = from_proto(*req);
-    if (!cmd) return reject(ctx, cmd.error());
-    return view_call(ctx, resp, *cmd);
+    return command<actors::revision_view>(ctx, *req, view_into(resp));
   }
   ServerUnaryReactor* ListRevisions(CallbackServerContext* ctx,
                                     const v1::ListRevisionsRequest* req,
                                     v1::ListRevisionsResponse* resp) override {
-    auto q = from_proto(*req);
-    if (!q) return reject(ctx, q.error());
-    return unary<actors::revision_page>(
-        sys_, timeout_, ctx, registry_,
-        [resp](actors::revision_page& page) {
-          for (const auto& v : page.revisions) to_proto(v, resp->add_revisions());
-          resp->set_next_page_token(page.next_page_token);
-        },
-        *q);
+    return command<actors::revision_page>(ctx, *req, [resp](actors::revision_page& page) {
+      for (const auto& v : page.revisions) to_proto(v, resp->add_revisions());
+      resp->set_next_page_token(page.next_page_token);
+    });
   }
   ServerUnaryReactor* UpdatePolicy(CallbackServerContext* ctx, const v1::UpdatePolicyRequest* req,
                                    v1::RevisionView* resp) override {
-    auto cmd = from_proto(*req);
-    if (!cmd) return reject(ctx, cmd.error());
-    cmd->principal = ctx->peer();
-    return view_call(ctx, resp, *cmd);
+    return command<actors::revision_view>(ctx, *req, view_into(resp));
   }
   ServerUnaryReactor* RemoveRevision(CallbackServerContext* ctx,
                                      const v1::RemoveRevisionRequest* req,
                                      v1::RemoveRevisionResponse* resp) override {
-    auto cmd = from_proto(*req);
-    if (!cmd) return reject(ctx, cmd.error());
-    cmd->principal = ctx->peer();
-    return unary<actors::removal_result>(
-        sys_, timeout_, ctx, registry_,
-        [resp](actors::removal_result& r) {
-          to_proto(r.view, resp->mutable_revision());
-          for (const auto& k : r.removed_keys) resp->add_removed_keys(k);
-        },
-        *cmd);
+    return command<actors::removal_result>(ctx, *req, [resp](actors::removal_result& r) {
+      to_proto(r.view, resp->mutable_revision());
+      for (const auto& k : r.removed_keys) resp->add_removed_keys(k);
+    });
   }
 
  private:
-  template <class Command>
-  ServerUnaryReactor* view_call(CallbackServerContext* ctx, v1::RevisionView* resp, Command cmd) {
-    return unary<actors::revision_view>(
-        sys_, timeout_, ctx, registry_, [resp](actors::revision_view& v) { to_proto(v, resp); },
-        std::move(cmd));
+  /// Converts the request (bad input fails here, naming the field), records
+  /// who asked on mutations, and sends the command to the registry.
+  template <class Reply, class Request, class Fill>
+  ServerUnaryReactor* command(CallbackServerContext* ctx, const Request& req, Fill fill) {
+    auto cmd = from_proto(req);
+    if (!cmd) return reject(ctx, cmd.error());
+    if constexpr (is_mutation<std::decay_t<decltype(*cmd)>>::value) cmd->principal = ctx->peer();
+    return unary<Reply>(sys_, timeout_, ctx, registry_, fill, std::move(*cmd));
   }
 
   caf::actor_system& sys_;
