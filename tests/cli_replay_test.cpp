@@ -33,7 +33,7 @@ void copy_to_lmdb(const persistence::journal_backend& from, const std::filesyste
 
 }  // namespace
 
-TEST_CASE_FIXTURE(lifecycle_fixture, "cli: journal replay shows the state at any seq; verify and history") {
+TEST_CASE_FIXTURE(lifecycle_fixture, "cli: journal replay shows the state at any seq, verify and history") {
   auto rid = id();
   REQUIRE(begin(rid, 2, 2000).ok());
   uint64_t after_begin = *memory->highest_seq();

@@ -221,7 +221,7 @@ TEST_CASE_FIXTURE(api_fixture, "api: every error reaches the client with its sta
   CHECK(weights->AcquireLease(&lctx, lease, &out).error_code() == grpc::StatusCode::UNIMPLEMENTED);
 }
 
-TEST_CASE_FIXTURE(api_fixture, "api: /metrics counts calls by RPC and code; /healthz answers") {
+TEST_CASE_FIXTURE(api_fixture, "api: /metrics counts calls by RPC and code, /healthz answers") {
   v1::BeginImportRequest begin;
   *begin.mutable_id() = rid();
   begin.set_expected_payload_count(1);

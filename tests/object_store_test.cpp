@@ -269,7 +269,7 @@ TEST_CASE("store: an evicted object with a COLD replica stays readable from COLD
   CHECK(f.events_of_type("replica_dropped") == std::vector<std::string>{"object|default/a"});
 }
 
-TEST_CASE("store: pinned and leased objects are never evicted; a put that cannot fit is refused") {
+TEST_CASE("store: pinned and leased objects are never evicted, a put that cannot fit is refused") {
   store_fixture f{1000};
   auto pinned = f.request("pinned", pattern(500));
   pinned.hard_pin = true;
@@ -347,7 +347,7 @@ TEST_CASE_FIXTURE(store_fixture, "store: group snapshot lists every member with 
   CHECK(none->members.empty());
 }
 
-TEST_CASE_FIXTURE(store_fixture, "store: replicas move between tiers; the last one cannot be dropped") {
+TEST_CASE_FIXTURE(store_fixture, "store: replicas move between tiers, the last one cannot be dropped") {
   REQUIRE(put("k", pattern(2000)).ok());
   auto cold = ask<actors::object_info>(store, caf::add_atom::value, std::string{"default"},
                                        std::string{"k"}, v1::TIER_COLD);
@@ -390,7 +390,7 @@ TEST_CASE_FIXTURE(store_fixture, "store: list pages through a tenant's keys by p
   CHECK(too_many.error().code() == errc::invalid_argument);
 }
 
-TEST_CASE_FIXTURE(store_fixture, "store: after a restart objects are back; a lost HOT file is dropped as an event") {
+TEST_CASE_FIXTURE(store_fixture, "store: after a restart objects are back, a lost HOT file is dropped as an event") {
   REQUIRE(put("both", pattern(1000)).ok());
   REQUIRE(ask<actors::object_info>(store, caf::add_atom::value, std::string{"default"},
                                    std::string{"both"}, v1::TIER_COLD)

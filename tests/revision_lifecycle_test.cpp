@@ -259,7 +259,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "commit: an unreadable member is NOT_READY"
   CHECK(c.error().message().find("has no readable replica") != std::string::npos);
 }
 
-TEST_CASE_FIXTURE(lifecycle_fixture, "commit: a retry of the same commit returns the record; another generation is stale") {
+TEST_CASE_FIXTURE(lifecycle_fixture, "commit: a retry of the same commit returns the record, another generation is stale") {
   auto rid = id();
   REQUIRE(begin(rid, 2, 2000).ok());
   auto u = put_revision(rid, 2, 1000);
@@ -314,7 +314,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "abort: removes the group, then the listed 
   CHECK(r->view.record.availability == v1::DELETED);
 }
 
-TEST_CASE_FIXTURE(lifecycle_fixture, "abort: only from IMPORTING; DELETED just comes back") {
+TEST_CASE_FIXTURE(lifecycle_fixture, "abort: only from IMPORTING, DELETED just comes back") {
   auto rid = id();
   ready(rid);
   CHECK(abort(rid, 2).error().code() == errc::conflict);
@@ -373,7 +373,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "list: READY revisions ordered by resource,
 
 // ------------------------------------------------------------ UpdatePolicy
 
-TEST_CASE_FIXTURE(lifecycle_fixture, "policy: only on READY/DEGRADED; the same value is a no-op") {
+TEST_CASE_FIXTURE(lifecycle_fixture, "policy: only on READY/DEGRADED, the same value is a no-op") {
   auto rid = id();
   REQUIRE(begin(rid, 3, 3000).ok());
   CHECK(set_policy(rid, 1, policy(v1::RESIDENCY_COLD)).error().code() == errc::not_ready);
@@ -384,7 +384,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "policy: only on READY/DEGRADED; the same v
   CHECK(same->record.metadata_generation == 2);
 }
 
-TEST_CASE_FIXTURE(lifecycle_fixture, "policy: switching to AUTO with another residency starts a migration; during it BUSY") {
+TEST_CASE_FIXTURE(lifecycle_fixture, "policy: switching to AUTO with another residency starts a migration, during it BUSY") {
   auto rid = id();
   ready(rid);
   auto moved = set_policy(rid, 2, policy(v1::RESIDENCY_COLD));
@@ -410,7 +410,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "policy: MIXED needs two affinity units amo
 
 // ---------------------------------------------------------- RemoveRevision
 
-TEST_CASE_FIXTURE(lifecycle_fixture, "remove: IMPORTING is NOT_READY (use abort); stale is STALE_GENERATION") {
+TEST_CASE_FIXTURE(lifecycle_fixture, "remove: IMPORTING is NOT_READY (use abort), stale is STALE_GENERATION") {
   auto rid = id();
   REQUIRE(begin(rid, 3, 3000).ok());
   auto r = remove_rev(rid, 1);

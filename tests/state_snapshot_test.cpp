@@ -76,7 +76,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: only the newest two are kept") {
   CHECK(count == 2);
 }
 
-TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: the writer asks for one every N events; a restart starts from it") {
+TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: the writer asks for one every N events, a restart starts from it") {
   stop();
   auto c = config();
   c.snapshot_every = 5;
