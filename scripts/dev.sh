@@ -43,6 +43,12 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
+# Sanitizer builds: any finding fails the test (UBSan would otherwise only print).
+if [ "${SANITIZE:-0}" = "1" ]; then
+  export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$PWD/scripts/ubsan.supp"
+  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
+fi
+
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case "$cmd" in
