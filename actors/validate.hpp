@@ -3,16 +3,15 @@
 
 #include <string>
 
+#include "events/identity.hpp"  // check_identity_part
 #include "events/status.hpp"
 
 namespace weightd::actors {
 
 inline constexpr size_t kMaxKeyBytes = 4096;
-inline constexpr size_t kMaxIdentityPartBytes = 1024;
 
-/// A tenant, namespace, resource or revision: 1..1024 bytes, no control
-/// characters. `value` may be defaulted ("" -> fallback) when fallback is set.
-status check_identity_part(const char* field, std::string& value, const char* fallback = nullptr);
+/// Tenants and the other identity parts follow one rule (events/identity.hpp).
+using events::check_identity_part;
 
 /// An object key: 1..4096 bytes (any bytes).
 status check_key(const char* field, const std::string& key);

@@ -161,20 +161,16 @@ std::string state_json(const events::store_state& state) {
   return json;
 }
 
-std::string short_name(int value, const google::protobuf::EnumDescriptor* d) {
-  return short_enum_name(value, d);
-}
-
 void print_state(const events::store_state& s, std::ostream& out) {
   out << fmt::format("state at seq {} ({})\n", s.applied_seq,
                      s.last_event_ms ? format_time_ms(s.last_event_ms) : "empty journal");
   out << fmt::format("\nrevisions ({})\n", s.revisions.revisions.size());
   for (const auto& [id, r] : s.revisions.revisions) {
     out << fmt::format("  {:<40} {:<10} {:<16} gen {:<4} policy {}/{}", events::canonical_text(id),
-                       short_name(r.availability, v1::Availability_descriptor()),
-                       short_name(r.residency, v1::Residency_descriptor()), r.metadata_generation,
-                       short_name(r.policy.preferred, v1::Residency_descriptor()),
-                       short_name(r.policy.mode, v1::MigrationMode_descriptor()));
+                       short_enum_name(r.availability, v1::Availability_descriptor()),
+                       short_enum_name(r.residency, v1::Residency_descriptor()), r.metadata_generation,
+                       short_enum_name(r.policy.preferred, v1::Residency_descriptor()),
+                       short_enum_name(r.policy.mode, v1::MigrationMode_descriptor()));
     if (r.operation_id) out << fmt::format(" operation {}", r.operation_id);
     if (!r.payload_keys.empty())
       out << fmt::format(" payloads {} ({})", r.payload_keys.size(),

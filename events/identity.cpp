@@ -6,9 +6,7 @@
 
 namespace weightd::events {
 
-namespace {
-
-status check_part(const std::string& field, std::string& value, const char* fallback) {
+status check_identity_part(const std::string& field, std::string& value, const char* fallback) {
   if (value.empty() && fallback) value = fallback;
   if (value.empty()) return {errc::invalid_argument, field + " is empty"};
   if (value.size() > 1024)
@@ -20,7 +18,6 @@ status check_part(const std::string& field, std::string& value, const char* fall
   return {};
 }
 
-}  // namespace
 
 revision_key revision_key::from_proto(const v1::RevisionId& id) {
   return {id.tenant(), id.ns(), id.resource(), id.revision(), id.weight_generation()};
@@ -38,10 +35,10 @@ v1::RevisionId revision_key::to_proto() const {
 
 result<revision_key> checked_revision_key(const v1::RevisionId& id, const std::string& field) {
   auto key = revision_key::from_proto(id);
-  if (auto st = check_part(field + ".tenant", key.tenant, "default"); !st.ok()) return st;
-  if (auto st = check_part(field + ".ns", key.ns, "default"); !st.ok()) return st;
-  if (auto st = check_part(field + ".resource", key.resource, nullptr); !st.ok()) return st;
-  if (auto st = check_part(field + ".revision", key.revision, nullptr); !st.ok()) return st;
+  if (auto st = check_identity_part(field + ".tenant", key.tenant, "default"); !st.ok()) return st;
+  if (auto st = check_identity_part(field + ".ns", key.ns, "default"); !st.ok()) return st;
+  if (auto st = check_identity_part(field + ".resource", key.resource, nullptr); !st.ok()) return st;
+  if (auto st = check_identity_part(field + ".revision", key.revision, nullptr); !st.ok()) return st;
   if (key.generation == 0)
     return status{errc::invalid_argument, field + ".weight_generation must be at least 1"};
   return key;

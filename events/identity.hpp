@@ -33,6 +33,12 @@ struct revision_key {
   }
 };
 
+/// One identity part (tenant, ns, resource, revision): 1..1024 bytes without
+/// control characters; an empty value becomes `fallback` when one is given.
+/// Errors name `field`.
+status check_identity_part(const std::string& field, std::string& value,
+                           const char* fallback = nullptr);
+
 /// Validates and defaults an id from a request: tenant and ns default to
 /// "default"; every part 1..1024 bytes without control characters;
 /// generation >= 1. Errors name the field (prefixed with `field`).
