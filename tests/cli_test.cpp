@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "support.hpp"
+#include "daemon_fixture.hpp"
 
 using namespace weightd;
 using namespace weightd::test;
@@ -24,33 +24,6 @@ std::string weightctl(const std::string& args) {
 }
 
 size_t count_lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
-
-/// Starts weightd in `data_dir`; stop() sends SIGTERM and returns its exit code.
-struct daemon_process {
-  pid_t pid = -1;
-  explicit daemon_process(const std::filesystem::path& data_dir) {
-    pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      auto hot = (data_dir / "hot").string();
-      execl(WEIGHTD_DAEMON, WEIGHTD_DAEMON, "--data-dir", data_dir.c_str(), "--hot-dir",
-            hot.c_str(), "--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0",
-            "--log-level", "warn",
-            static_cast<char*>(nullptr));
-      _exit(127);
-    }
-  }
-  int stop() {
-    kill(pid, SIGTERM);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    pid = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  ~daemon_process() {
-    if (pid > 0) stop();
-  }
-};
 
 /// Waits until the journal in data_dir holds at least n events.
 bool wait_for_events(const std::filesystem::path& data_dir, size_t n) {
@@ -67,7 +40,7 @@ bool wait_for_events(const std::filesystem::path& data_dir, size_t n) {
 TEST_CASE("cli: each daemon run is an incarnation recorded in the journal") {
   temp_dir dir;
   {
-    daemon_process d{dir.path()};
+    running_daemon d{dir.path()};
     REQUIRE(wait_for_events(dir.path(), 1));
     // Read-only tools work while the daemon holds the journal open.
     auto live = run(weightctl("journal stats --data-dir " + dir.path().string()));
@@ -76,7 +49,7 @@ TEST_CASE("cli: each daemon run is an incarnation recorded in the journal") {
     CHECK(d.stop() == 0);
   }
   {
-    daemon_process d{dir.path()};
+    running_daemon d{dir.path()};
     REQUIRE(wait_for_events(dir.path(), 2));
     CHECK(d.stop() == 0);
   }
@@ -91,7 +64,7 @@ TEST_CASE("cli: each daemon run is an incarnation recorded in the journal") {
 
 TEST_CASE("cli: a second daemon on the same directories is refused with a clear error") {
   temp_dir dir;
-  daemon_process first{dir.path()};
+  running_daemon first{dir.path()};
   REQUIRE(wait_for_events(dir.path(), 1));
   auto hot = (dir.path() / "hot").string();
   auto second = run(std::string{WEIGHTD_DAEMON} + " --data-dir " + dir.path().string() +

@@ -3,61 +3,15 @@
 // export it byte-identical, remove it, verify the journal; and an import that
 // cannot fit is aborted with nothing left behind.
 #include <doctest/doctest.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <thread>
 
-#include "support.hpp"
+#include "daemon_fixture.hpp"
 
 using namespace weightd::test;
 
 namespace {
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-struct running_daemon {
-  pid_t pid = -1;
-  std::string address;
-  running_daemon(const std::filesystem::path& dir, const std::string& hot_capacity = "1073741824") {
-    address = "127.0.0.1:" + std::to_string(free_port());
-    auto http = "127.0.0.1:" + std::to_string(free_port());
-    pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      auto data = dir.string(), hot = (dir / "hot").string();
-      execl(WEIGHTD_DAEMON, WEIGHTD_DAEMON, "--data-dir", data.c_str(), "--hot-dir", hot.c_str(),
-            "--listen", address.c_str(), "--http-listen", http.c_str(),
-            "--hot-capacity-bytes", hot_capacity.c_str(),
-            "--log-level", "warn", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    for (int i = 0; i < 200 && ctl("status").exit_code != 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  ~running_daemon() {
-    if (pid <= 0) return;
-    kill(pid, SIGTERM);
-    waitpid(pid, nullptr, 0);
-  }
-  run_result ctl(const std::string& args) {
-    return run_command(std::string{WEIGHTD_WEIGHTCTL} + " --address " + address + " " + args);
-  }
-};
 
 void write_file(const std::filesystem::path& p, const std::string& bytes) {
   std::filesystem::create_directories(p.parent_path());
@@ -161,9 +115,7 @@ TEST_CASE("walkthrough: SIGTERM during an import never leaves a half-published r
       if (std::count(puts.output.begin(), puts.output.end(), '\n') >= 3) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    kill(d.pid, SIGTERM);
-    waitpid(d.pid, nullptr, 0);
-    d.pid = -1;
+    d.stop();
     int status = 0;
     waitpid(importer, &status, 0);
     CHECK(WEXITSTATUS(status) != 0);  // the import saw the daemon go away
