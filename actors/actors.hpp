@@ -252,6 +252,49 @@ struct revision_page {
   std::string next_page_token;  // "" at the end
 };
 
+// ---------------------------------------------------------- lease commands
+// SPEC §4 Leases. Renew, release and revoke name only the lease id: the
+// registry knows which revision holds it and routes them there.
+
+struct acquire_lease {
+  events::revision_key id;
+  uint64_t expected_generation = 0;  // 0 = current
+  std::string holder;                // 1..1024 bytes, no control characters
+  uint64_t ttl_ms = 0;               // 1..86 400 000
+  std::string principal, request_id;
+};
+
+struct renew_lease {
+  uint64_t lease_id = 0;
+  uint64_t ttl_ms = 0;
+  std::string principal, request_id;
+};
+
+struct release_lease {
+  uint64_t lease_id = 0;
+  std::string principal, request_id;
+};
+
+struct revoke_lease {
+  uint64_t lease_id = 0;
+  std::string reason;  // recorded in the event
+  std::string principal, request_id;
+};
+
+struct list_leases {
+  events::revision_key id;
+};
+
+/// A lease and the revision it protects.
+struct lease_view {
+  events::revision_key id;
+  events::lease_record lease;
+};
+
+struct lease_list {
+  std::vector<lease_view> leases;  // live ones, by id
+};
+
 // ------------------------------------------------------------- interfaces
 
 /// The journal writer: the only appender of the journal. Group commit: every
@@ -349,13 +392,24 @@ using revision_commands = caf::typed_actor<
     // RemoveRevision: DELETING, payloads then manifest removed, DELETED.
     caf::replies_to<remove_revision>::with<removal_result>,
     // GetRevision (hidden states only with include_hidden).
-    caf::replies_to<get_revision>::with<revision_view>>;
+    caf::replies_to<get_revision>::with<revision_view>,
+    // AcquireLease on READY: the holder's live lease, or a new one.
+    caf::replies_to<acquire_lease>::with<lease_view>,
+    // RenewLease: expiry = max(current, now + ttl); LEASE_EXPIRED once ended.
+    caf::replies_to<renew_lease>::with<lease_view>,
+    // ReleaseLease: idempotent; replies with the lease as it was.
+    caf::replies_to<release_lease>::with<lease_view>,
+    // RevokeLease (admin): ends a live lease now.
+    caf::replies_to<revoke_lease>::with<lease_view>,
+    // ListLeases: the revision's live leases.
+    caf::replies_to<list_leases>::with<lease_list>>;
 
 /// One revision: decides its commands against its record, persists the
 /// events with request(journal).await, applies them, replies. Its mailbox
 /// serializes its commands.
 using revision_actor = revision_commands::extend<
-    // Continues an interrupted deletion (after a restart).
+    // Reconciles: expires leases past their expiry, finishes a drain (or
+    // revokes at its deadline), continues an interrupted deletion.
     caf::reacts_to<caf::tick_atom>>;
 
 /// The registry: routes each command to the one actor of its identity and
@@ -364,7 +418,11 @@ using registry_actor = revision_commands::extend<
     // ListRevisions from the registry's index.
     caf::replies_to<list_revisions>::with<revision_page>,
     // How many revisions are in each availability ("READY" -> n).
-    caf::replies_to<stats_atom>::with<std::map<std::string, uint64_t>>>::extend_with<revision_listener>;
+    caf::replies_to<stats_atom>::with<std::map<std::string, uint64_t>>,
+    // One reconciler round: ticks (at most 64) revisions with a lease past
+    // its expiry, a drain to finish or a deletion to continue. The registry
+    // sends it to itself every reconcile interval.
+    caf::reacts_to<caf::tick_atom>>::extend_with<revision_listener>;
 
 }  // namespace weightd::actors
 
@@ -395,4 +453,11 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::list_revisions)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::revision_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::removal_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::revision_page)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::acquire_lease)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::renew_lease)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::release_lease)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::revoke_lease)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::list_leases)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::lease_view)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::lease_list)
 CAF_ERROR_CODE_ENUM(weightd::errc, "weightd")

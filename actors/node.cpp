@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "actors/journal_writer.hpp"
+#include "actors/lease_decide.hpp"
 #include "events/evolve.hpp"
 #include "events/revision_state.hpp"
 #include "persistence/replay.hpp"
@@ -79,7 +80,8 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   for (const auto& [id, r] : n->recovered_.revisions.revisions)
     if (auto st = events::check_invariants(r, n->recovered_.revisions); !st.ok()) return st;
 
-  // 2. Record this incarnation, then check the tiers against the index.
+  // 2. Record this incarnation, extend the leases that were live at the
+  //    crash by the recovery grace, then check the tiers against the index.
   tiers files{std::make_shared<persistence::tier_store>(config.hot),
               std::make_shared<persistence::tier_store>(config.cold)};
   for (const auto* tier : {files.hot.get(), files.cold.get()})
@@ -93,6 +95,9 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   started.mutable_writer_started()->set_version(config.version);
   started.mutable_writer_started()->set_hostname(host_name());
   startup.push_back(std::move(started));
+  for (auto& e : recovery_lease_events(n->recovered_.revisions, n->recovered_.last_event_ms, now,
+                                       config.lease_recovery_grace_ms))
+    startup.push_back(std::move(e));
   for (auto& e : replica_corrections(n->recovered_.objects, files,
                                      config.verify_checksums_on_start, now, n->report_))
     startup.push_back(std::move(e));
@@ -118,7 +123,9 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   deps.store = n->objects_;
   deps.operation_ids =
       std::make_shared<std::atomic<uint64_t>>(n->recovered_.revisions.last_operation_id);
+  deps.lease_ids = std::make_shared<std::atomic<uint64_t>>(n->recovered_.revisions.last_lease_id);
   deps.now_ms = config.objects.now_ms;
+  deps.reconcile_interval = config.reconcile_interval;
   deps.default_policy = config.default_policy;
   n->registry_ = spawn_registry(sys, n->recovered_.revisions, deps);
   return n;

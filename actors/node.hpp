@@ -26,6 +26,8 @@ struct node_config {
   bool detached = true;                 // journal writer and I/O workers on own threads
   bool verify_checksums_on_start = true;  // else sizes only
   std::string version = "dev";          // recorded in the writer_started event
+  int64_t lease_recovery_grace_ms = 10'000;  // leases live at a crash last at least this long
+  std::chrono::milliseconds reconcile_interval{1000};  // between reconciler rounds
 };
 
 class node {

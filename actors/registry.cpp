@@ -21,6 +21,7 @@ events::revision_index slice(const events::revision_index& all, const events::re
     if (op.revision == id) one.operations[op_id] = op;
   if (r.availability != v1::DELETED) one.groups[r.payload_group_id] = id;
   one.last_operation_id = all.last_operation_id;
+  one.last_lease_id = all.last_lease_id;
   return one;
 }
 
@@ -58,6 +59,56 @@ caf::result<Reply> route(reg_pointer self, Command& cmd) {
   if (!checked) return to_error(checked.error());
   cmd.id = *checked;
   return self->delegate(actor_for(self, cmd.id), std::move(cmd));
+}
+
+/// Keeps the view of a revision and the lease ids it holds.
+void learn(reg_pointer self, revision_view view) {
+  auto& st = self->state;
+  if (auto old = st.views.find(view.record.id); old != st.views.end())
+    for (const auto& [lease_id, l] : old->second.record.leases) st.lease_owners.erase(lease_id);
+  for (const auto& [lease_id, l] : view.record.leases) st.lease_owners[lease_id] = view.record.id;
+  update_guard(self, view.record);
+  st.views[view.record.id] = std::move(view);
+}
+
+/// Hands a lease command to the revision holding the lease. A lease id that
+/// was handed out but is held by nobody has ended: `ended` answers for it.
+template <class Command>
+caf::result<lease_view> route_lease(reg_pointer self, Command& cmd,
+                                    std::function<caf::result<lease_view>()> ended) {
+  auto& st = self->state;
+  if (cmd.lease_id == 0) return to_error({errc::invalid_argument, "lease_id must be at least 1"});
+  if (auto it = st.lease_owners.find(cmd.lease_id); it != st.lease_owners.end())
+    return self->delegate(actor_for(self, it->second), std::move(cmd));
+  if (cmd.lease_id <= st.deps.lease_ids->load()) return ended();
+  return to_error({errc::not_found, "lease " + std::to_string(cmd.lease_id) +
+                                        " does not exist; acquire one with AcquireLease"});
+}
+
+/// Does the reconciler have work for this revision now?
+bool needs_reconcile(const revision_view& v, int64_t now_ms) {
+  const auto& r = v.record;
+  if (r.availability == v1::DELETING) return true;
+  if (v.nearest_lease_expiry_ms && v.nearest_lease_expiry_ms <= now_ms) return true;
+  return r.draining() && (r.leases.empty() || r.drain_deadline_ms <= now_ms);
+}
+
+/// One reconciler round: at most kReconcileActions revisions, continuing
+/// where the last round stopped so none starves.
+void reconcile_round(reg_pointer self) {
+  constexpr size_t kReconcileActions = 64;
+  auto& st = self->state;
+  auto now = st.deps.now_ms();
+  std::vector<events::revision_key> due;
+  auto scan = [&](auto from, auto to) {
+    for (auto it = from; it != to && due.size() < kReconcileActions; ++it)
+      if (needs_reconcile(it->second, now)) due.push_back(it->first);
+  };
+  auto start = st.views.upper_bound(st.reconcile_cursor);
+  scan(start, st.views.end());
+  scan(st.views.begin(), start);
+  for (const auto& id : due) self->send(actor_for(self, id), caf::tick_atom::value);
+  st.reconcile_cursor = due.size() == kReconcileActions ? due.back() : events::revision_key{};
 }
 
 /// Opaque page token: hex of LP(resource) LP(revision) LP(generation).
@@ -144,10 +195,12 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
     for (const auto& [id, record] : recovered.revisions) {
       auto part = slice(recovered, id);
       st.views[id] = view_of(record, part);
+      for (const auto& [lease_id, l] : record.leases) st.lease_owners[lease_id] = id;
       update_guard(self, record);
       st.dormant[id] = std::move(part);
       if (record.availability != v1::DELETED) actor_for(self, id);  // DELETING ones resume
     }
+    self->delayed_send(self, st.deps.reconcile_interval, caf::tick_atom::value);
     return {
         [=](begin_import& cmd) { return route<revision_view>(self, cmd); },
         [=](commit_import& cmd) { return route<revision_view>(self, cmd); },
@@ -168,10 +221,41 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
             ++by_state[v1::Availability_Name(v.record.availability)];
           return by_state;
         },
-        [=](revision_view& view) {
-          update_guard(self, view.record);
-          self->state.views[view.record.id] = std::move(view);
+        [=](acquire_lease& cmd) { return route<lease_view>(self, cmd); },
+        [=](renew_lease& cmd) {
+          auto id = cmd.lease_id;
+          return route_lease(self, cmd, [id]() -> caf::result<lease_view> {
+            return to_error({errc::lease_expired, "lease " + std::to_string(id) +
+                                                      " has ended; acquire a new lease"});
+          });
         },
+        [=](release_lease& cmd) {
+          auto id = cmd.lease_id;
+          return route_lease(self, cmd, [id]() -> caf::result<lease_view> {
+            lease_view ended;  // releasing an ended lease succeeds (idempotent)
+            ended.lease.id = id;
+            return ended;
+          });
+        },
+        [=](revoke_lease& cmd) {
+          auto id = cmd.lease_id;
+          return route_lease(self, cmd, [id]() -> caf::result<lease_view> {
+            return to_error({errc::not_found,
+                             "lease " + std::to_string(id) + " is not live (it has ended)"});
+          });
+        },
+        [=](list_leases& cmd) -> caf::result<lease_list> {
+          auto checked = events::checked_revision_key(cmd.id.to_proto());
+          if (checked && !self->state.views.count(*checked))
+            return to_error({errc::not_found, "revision " + events::canonical_text(*checked) +
+                                                  " does not exist"});
+          return route<lease_list>(self, cmd);
+        },
+        [=](caf::tick_atom) {
+          reconcile_round(self);
+          self->delayed_send(self, self->state.deps.reconcile_interval, caf::tick_atom::value);
+        },
+        [=](revision_view& view) { learn(self, std::move(view)); },
     };
   });
 }

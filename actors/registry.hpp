@@ -1,7 +1,8 @@
 // The registry: routes every revision command to the one actor of its
-// identity (spawned on demand), owns the index identity -> view that listings
-// are served from, and keeps the object store's guard in step with each
-// revision's state (SPEC §2 managed groups).
+// identity (spawned on demand) and every lease command to the revision that
+// holds the lease, owns the index identity -> view that listings are served
+// from, keeps the object store's guard in step with each revision's state
+// (SPEC §2 managed groups), and runs the reconciler's rounds.
 #pragma once
 
 #include "actors/revision.hpp"
@@ -13,6 +14,8 @@ struct registry_state {
   std::map<events::revision_key, revision_view> views;        // every known revision
   std::map<events::revision_key, revision_actor> actors;       // spawned ones
   std::map<events::revision_key, events::revision_index> dormant;  // folds not yet spawned
+  std::map<uint64_t, events::revision_key> lease_owners;  // live lease id -> its revision
+  events::revision_key reconcile_cursor;  // where the next reconciler round starts
   static const char* name;
 };
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "actors/errors.hpp"
+#include "actors/lease_decide.hpp"
 
 namespace weightd::actors {
 
@@ -19,7 +20,8 @@ constexpr size_t kRemovalBatch = 64;
 
 decide_context context(rev_pointer self) {
   auto& d = self->state.deps;
-  return {d.now_ms(), d.default_policy, [ids = d.operation_ids] { return ++*ids; }};
+  return {d.now_ms(), d.default_policy, [ids = d.operation_ids] { return ++*ids; },
+          [ids = d.lease_ids] { return ++*ids; }};
 }
 
 revision_view current_view(rev_pointer self) {
@@ -40,7 +42,11 @@ void persist(rev_pointer self, std::vector<v1::Envelope> events, std::function<v
               if (applied = events::check_invariants(*st.record(), st.local); !applied.ok()) break;
             }
             if (!applied.ok()) spdlog::error("revision fold refused its own event: {}", applied.to_string());
-            if (st.record()) self->send(st.deps.registry, current_view(self));
+            if (const auto* r = st.record()) {
+              self->send(st.deps.registry, current_view(self));
+              if (r->draining() && r->leases.empty())  // the last lease went: delete now
+                self->send(self, caf::tick_atom::value);
+            }
             done(applied);
           },
           [=](caf::error& err) { done(to_status(err)); });
@@ -161,11 +167,42 @@ void delete_and_reply(rev_pointer self, std::vector<std::string> extra,
   });
 }
 
+/// A lease of this revision as a reply (an ended one carries only its id).
+lease_view lease_reply(rev_pointer self, uint64_t lease_id) {
+  lease_view out{self->state.id, {}};
+  out.lease.id = lease_id;
+  if (const auto* r = self->state.record())
+    if (auto it = r->leases.find(lease_id); it != r->leases.end()) out.lease = it->second;
+  return out;
+}
+
+/// The lease a holder got: its newest one in the fold.
+lease_view holder_reply(rev_pointer self, const std::string& holder) {
+  lease_view out{self->state.id, {}};
+  if (const auto* l = lease_of_holder(*self->state.record(), holder)) out.lease = *l;
+  return out;
+}
+
+/// Continues a deletion under way (a restart or a finished drain started it).
+void continue_deletion(rev_pointer self) {
+  const auto* r = self->state.record();
+  if (!r || r->availability != v1::DELETING) return;
+  finish_deletion(self, {}, [=](result<removal_result> done) {
+    if (!done.ok())
+      spdlog::warn("deletion of {} did not finish: {}", events::canonical_text(self->state.id),
+                   done.error().to_string());
+  });
+}
+
 }  // namespace
 
 revision_view view_of(const events::revision_record& r, const events::revision_index& index) {
   revision_view v;
   v.record = r;
+  v.active_lease_count = static_cast<uint32_t>(r.leases.size());
+  for (const auto& [id, l] : r.leases)
+    if (!v.nearest_lease_expiry_ms || l.expiry_ms < v.nearest_lease_expiry_ms)
+      v.nearest_lease_expiry_ms = l.expiry_ms;
   if (r.operation_id)
     if (auto it = index.operations.find(r.operation_id); it != index.operations.end())
       v.operation = it->second;
@@ -239,16 +276,17 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
           auto decided = decide_remove(self->state.record(), cmd, context(self));
           if (!decided) return to_error(decided.error());
           auto rp = self->make_response_promise<removal_result>();
+          // A drain replies at once; the reconciler deletes when it ends.
+          auto reply = [=]() mutable {
+            if (self->state.record()->draining()) rp.deliver(removal_result{current_view(self), {}, {}});
+            else delete_and_reply(self, {}, rp);
+          };
           if (!decided->changes()) {
-            delete_and_reply(self, {}, rp);
+            reply();
             return rp;
           }
           persist(self, std::move(decided->events), [=](status s) mutable {
-            if (!s.ok()) {
-              rp.deliver(to_error(s));
-              return;
-            }
-            delete_and_reply(self, {}, rp);
+            if (s.ok()) reply(); else rp.deliver(to_error(s));
           });
           return rp;
         },
@@ -262,13 +300,51 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
                                                      : "")});
           return current_view(self);
         },
+        [=](acquire_lease& cmd) {
+          auto rp = self->make_response_promise<lease_view>();
+          run<lease_view>(self, decide_acquire(self->state.record(), cmd, context(self)), rp,
+                          [=] { return holder_reply(self, cmd.holder); });
+          return rp;
+        },
+        [=](renew_lease& cmd) {
+          auto rp = self->make_response_promise<lease_view>();
+          run<lease_view>(self, decide_renew(*self->state.record(), cmd, context(self)), rp,
+                          [=] { return lease_reply(self, cmd.lease_id); });
+          return rp;
+        },
+        [=](release_lease& cmd) {
+          auto rp = self->make_response_promise<lease_view>();
+          auto before = lease_reply(self, cmd.lease_id);
+          run<lease_view>(self, decide_release(*self->state.record(), cmd, context(self)), rp,
+                          [=] { return before; });
+          return rp;
+        },
+        [=](revoke_lease& cmd) {
+          auto rp = self->make_response_promise<lease_view>();
+          auto before = lease_reply(self, cmd.lease_id);
+          run<lease_view>(self, decide_revoke(*self->state.record(), cmd, context(self)), rp,
+                          [=] { return before; });
+          return rp;
+        },
+        [=](list_leases& cmd) -> caf::result<lease_list> {
+          const auto* r = self->state.record();
+          if (!r || r->availability == v1::DELETED)
+            return to_error({errc::not_found,
+                             "revision " + events::canonical_text(cmd.id) + " does not exist"});
+          lease_list out;
+          for (const auto& l : live_leases(*r, self->state.deps.now_ms()))
+            out.leases.push_back({r->id, l});
+          return out;
+        },
         [=](caf::tick_atom) {
           const auto* r = self->state.record();
-          if (!r || r->availability != v1::DELETING) return;
-          finish_deletion(self, {}, [=](result<removal_result> done) {
-            if (!done.ok())
-              spdlog::warn("deletion of {} did not finish: {}",
-                           events::canonical_text(self->state.id), done.error().to_string());
+          if (!r) return;
+          auto decided = decide_reconcile(*r, context(self));
+          if (!decided.changes()) return continue_deletion(self);
+          persist(self, std::move(decided.events), [=](status s) {
+            if (s.ok()) return continue_deletion(self);
+            spdlog::warn("reconciling {} failed: {}; the next round retries",
+                         events::canonical_text(self->state.id), s.to_string());
           });
         },
     };

@@ -21,9 +21,11 @@ struct revision_deps {
   object_store_actor store;
   revision_listener registry;  // receives a revision_view after every change
   std::shared_ptr<std::atomic<uint64_t>> operation_ids;  // last id handed out
+  std::shared_ptr<std::atomic<uint64_t>> lease_ids;      // last lease id handed out
   std::function<int64_t()> now_ms;
   events::policy default_policy;
   std::chrono::seconds timeout{30};  // per journal / store request
+  std::chrono::milliseconds reconcile_interval{1000};  // the registry's reconciler round
 };
 
 struct revision_state {
@@ -41,7 +43,7 @@ revision_actor::behavior_type revision_impl(revision_actor::stateful_pointer<rev
                                             events::revision_key id,
                                             events::revision_index initial, revision_deps deps);
 
-/// The view of a record (lease facts come with the lease issue).
+/// The view of a record: the record, its lease facts, its active operation.
 revision_view view_of(const events::revision_record& r, const events::revision_index& index);
 
 }  // namespace weightd::actors

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <set>
 
+#include "actors/lease_decide.hpp"
 #include "actors/validate.hpp"
 #include "events/digest.hpp"
 
@@ -346,6 +347,8 @@ result<decision> decide_update_policy(const revision_record* current, const upda
   if (auto st = check_generation(*current, cmd.expected_generation, digest, retry); !st.ok())
     return st;
   if (retry || current->policy == policy) return decision{};
+  if (current->draining())
+    return status{errc::not_ready, name(cmd.id) + " is being removed (its leases are draining)"};
   if (current->operation_id)
     return status{errc::busy, "operation " + std::to_string(current->operation_id) +
                                   " is running on " + name(cmd.id) +
@@ -374,7 +377,8 @@ result<decision> decide_remove(const revision_record* current, const remove_revi
   if (cmd.drain_timeout_ms < 0)
     return status{errc::invalid_argument, "drain_timeout_ms must not be negative"};
   if (!current) return not_found(cmd.id);
-  if (current->availability == v1::DELETING || current->availability == v1::DELETED)
+  if (current->availability == v1::DELETING || current->availability == v1::DELETED ||
+      current->draining())
     return decision{};  // already going away
   if (current->availability == v1::IMPORTING)
     return status{errc::not_ready, name(cmd.id) + " is IMPORTING; use AbortImport"};
@@ -386,11 +390,20 @@ result<decision> decide_remove(const revision_record* current, const remove_revi
     return status{errc::busy, "operation " + std::to_string(current->operation_id) +
                                   " is running on " + name(cmd.id) +
                                   "; wait for it or cancel it, then retry"};
+  bool leased = !live_leases(*current, ctx.now_ms).empty();
+  if (leased && cmd.drain_timeout_ms == 0)
+    return status{errc::busy, name(cmd.id) + " has " + lease_blockers(*current, ctx.now_ms) +
+                                  "; retry after they are released, or pass drain_timeout_ms "
+                                  "to delete once they drain"};
+  decision d;
+  if (!leased) d.events = expire_lapsed(*current, ctx);  // a delete leaves no lease behind
   auto e = revision_envelope(cmd.id, ctx.now_ms, cmd.principal, cmd.request_id);
   auto* p = e.mutable_removal_started();
   *p->mutable_id() = cmd.id.to_proto();
   p->set_request_digest(digest);
-  return decision{{std::move(e)}};
+  if (leased) p->set_drain_deadline_ms(ctx.now_ms + cmd.drain_timeout_ms);
+  d.events.push_back(std::move(e));
+  return d;
 }
 
 }  // namespace weightd::actors

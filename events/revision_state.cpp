@@ -58,6 +58,7 @@ bool operator==(const revision_record& a, const revision_record& b) {
          a.manifest == b.manifest &&
          a.payload_keys == b.payload_keys && a.observed_hot_ratio == b.observed_hot_ratio &&
          a.operation_id == b.operation_id && a.drain_deadline_ms == b.drain_deadline_ms &&
+         a.leases == b.leases &&
          a.created_at_ms == b.created_at_ms && a.updated_at_ms == b.updated_at_ms &&
          a.last_accessed_at_ms == b.last_accessed_at_ms &&
          a.last_request_digest == b.last_request_digest;
@@ -65,7 +66,7 @@ bool operator==(const revision_record& a, const revision_record& b) {
 
 bool operator==(const revision_index& a, const revision_index& b) {
   return a.revisions == b.revisions && a.operations == b.operations && a.groups == b.groups &&
-         a.last_operation_id == b.last_operation_id;
+         a.last_operation_id == b.last_operation_id && a.last_lease_id == b.last_lease_id;
 }
 
 namespace {
@@ -143,6 +144,17 @@ status end_operation(revision_index& index, revision_record& r, const v1::Envelo
   return {};
 }
 
+/// The live lease an event names, or null.
+lease_record* lease_of(revision_record& r, uint64_t lease_id) {
+  auto it = r.leases.find(lease_id);
+  return it == r.leases.end() ? nullptr : &it->second;
+}
+
+status end_lease(revision_record& r, const v1::Envelope& e, uint64_t lease_id) {
+  if (!r.leases.erase(lease_id)) return refuse(e, "lease " + std::to_string(lease_id) + " is not live");
+  return {};
+}
+
 bool in(v1::Availability a, std::initializer_list<v1::Availability> states) {
   for (auto s : states)
     if (a == s) return true;
@@ -216,15 +228,23 @@ status evolve_revisions(revision_index& index, const v1::Envelope& e) {
       if (p.has_operation()) return start_operation(index, r, e, p.operation());
       return {};
     }
-    case P::kRemovalStarted:
+    case P::kRemovalStarted: {
+      const auto& p = e.removal_started();
       if (!r.visible()) return refuse(e, "not READY or DEGRADED");
       if (r.operation_id) return refuse(e, "an operation is active");
-      r.availability = v1::DELETING;
-      r.drain_deadline_ms = e.removal_started().drain_deadline_ms();
-      touch(r, e, e.removal_started().request_digest());
+      if (p.drain_deadline_ms() > 0) {  // a drain: no new leases from here on
+        r.drain_deadline_ms = p.drain_deadline_ms();
+      } else {
+        if (!r.leases.empty()) return refuse(e, "leases are live");
+        r.availability = v1::DELETING;
+        r.drain_deadline_ms = 0;
+      }
+      touch(r, e, p.request_digest());
       return {};
+    }
     case P::kRevisionDeleted:
       if (r.availability != v1::DELETING) return refuse(e, "not DELETING");
+      if (!r.leases.empty()) return refuse(e, "leases are live");
       r.availability = v1::DELETED;
       r.residency = v1::RESIDENCY_ABSENT;
       r.observed_hot_ratio = 0;
@@ -274,9 +294,30 @@ status evolve_revisions(revision_index& index, const v1::Envelope& e) {
     case P::kOperationCancelled:
       return end_operation(index, r, e, e.operation_cancelled().operation_id(),
                            operation_state::cancelled, "cancelled");
-    default:
-      // Lease events are folded by the lease issue; no code path writes them yet.
+    case P::kLeaseGranted: {  // leases never change the generation (SPEC §3)
+      const auto& p = e.lease_granted();
+      if (r.availability != v1::READY || r.draining())
+        return refuse(e, "leases are granted only on READY revisions that are not draining");
+      if (p.lease_id() == 0 || lease_of(r, p.lease_id()))
+        return refuse(e, "lease id " + std::to_string(p.lease_id()) + " is in use");
+      r.leases[p.lease_id()] = lease_record{p.lease_id(), p.holder(), p.expiry_ms(), e.timestamp_ms()};
+      r.last_accessed_at_ms = e.timestamp_ms();
+      index.last_lease_id = std::max(index.last_lease_id, p.lease_id());
       return {};
+    }
+    case P::kLeaseRenewed: {
+      const auto& p = e.lease_renewed();
+      auto* lease = lease_of(r, p.lease_id());
+      if (!lease) return refuse(e, "lease " + std::to_string(p.lease_id()) + " is not live");
+      if (p.expiry_ms() < lease->expiry_ms) return refuse(e, "a renewal never shortens a lease");
+      lease->expiry_ms = p.expiry_ms();
+      return {};
+    }
+    case P::kLeaseReleased: return end_lease(r, e, e.lease_released().lease_id());
+    case P::kLeaseExpired: return end_lease(r, e, e.lease_expired().lease_id());
+    case P::kLeaseRevoked: return end_lease(r, e, e.lease_revoked().lease_id());
+    default:
+      return refuse(e, "not a revision event");
   }
 }
 
@@ -295,6 +336,10 @@ status check_invariants(const revision_record& r, const revision_index& index) {
     if (r.residency != v1::RESIDENCY_ABSENT) return violation("DELETED with residency not ABSENT");
     if (r.operation_id) return violation("DELETED with an active operation");
   }
+  if ((r.availability == v1::DELETING || r.availability == v1::DELETED) && !r.leases.empty())
+    return violation(std::string{r.availability == v1::DELETED ? "DELETED" : "DELETING"} +
+                     " with a live lease");
+  if (r.drain_deadline_ms > 0 && !r.visible()) return violation("a drain outside READY/DEGRADED");
   if (r.operation_id) {
     auto it = index.operations.find(r.operation_id);
     if (it == index.operations.end() || it->second.state != operation_state::running)

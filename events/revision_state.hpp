@@ -58,6 +58,21 @@ struct operation_record {
   friend bool operator==(const operation_record& a, const operation_record& b);
 };
 
+/// A read lease on a revision (SPEC §4): live from its grant until its
+/// release, expiry or revocation event. Past expiry_ms it protects nothing,
+/// even before the reconciler's expiry event is written.
+struct lease_record {
+  uint64_t id = 0;
+  std::string holder;
+  int64_t expiry_ms = 0;
+  int64_t granted_at_ms = 0;
+  bool live_at(int64_t now_ms) const { return expiry_ms > now_ms; }
+  friend bool operator==(const lease_record& a, const lease_record& b) {
+    return a.id == b.id && a.holder == b.holder && a.expiry_ms == b.expiry_ms &&
+           a.granted_at_ms == b.granted_at_ms;
+  }
+};
+
 struct revision_record {
   revision_key id;
   v1::Availability availability = v1::IMPORTING;
@@ -75,13 +90,15 @@ struct revision_record {
   uint64_t affinity_units = 0;  // distinct affinity units among the payloads
   double observed_hot_ratio = 0;
   uint64_t operation_id = 0;  // 0 = none
-  int64_t drain_deadline_ms = 0;
+  int64_t drain_deadline_ms = 0;  // > 0: a removal waits for the leases to drain
+  std::map<uint64_t, lease_record> leases;  // by id; see lease_record
   int64_t created_at_ms = 0, updated_at_ms = 0, last_accessed_at_ms = 0;
   std::string last_request_digest;  // of the request behind the last event
 
   bool visible() const {
     return availability == v1::READY || availability == v1::DEGRADED;
   }
+  bool draining() const { return drain_deadline_ms > 0 && visible(); }
   friend bool operator==(const revision_record& a, const revision_record& b);
   friend bool operator!=(const revision_record& a, const revision_record& b) { return !(a == b); }
 };
@@ -92,6 +109,7 @@ struct revision_index {
   std::map<uint64_t, operation_record> operations;    // terminal ones stay queryable
   std::map<std::string, revision_key> groups;         // payload_group_id -> owner (not DELETED)
   uint64_t last_operation_id = 0;                      // the highest id used
+  uint64_t last_lease_id = 0;                          // the highest lease id granted
 
   const revision_record* find(const revision_key& id) const {
     auto it = revisions.find(id);

@@ -48,6 +48,13 @@ std::string encode_state(const store_state& s) {
     p->set_updated_at_ms(r.updated_at_ms);
     p->set_last_accessed_at_ms(r.last_accessed_at_ms);
     p->set_last_request_digest(r.last_request_digest);
+    for (const auto& [id, l] : r.leases) {
+      auto* lease = p->add_leases();
+      lease->set_lease_id(l.id);
+      lease->set_holder(l.holder);
+      lease->set_expiry_ms(l.expiry_ms);
+      lease->set_granted_at_ms(l.granted_at_ms);
+    }
   }
   for (const auto& [id, o] : s.revisions.operations) {
     auto* p = out.add_operations();
@@ -67,6 +74,7 @@ std::string encode_state(const store_state& s) {
     p->set_updated_at_ms(o.updated_at_ms);
   }
   out.set_last_operation_id(s.revisions.last_operation_id);
+  out.set_last_lease_id(s.revisions.last_lease_id);
   return out.SerializeAsString();
 }
 
@@ -121,6 +129,8 @@ result<store_state> decode_state(std::string_view bytes) {
     r.updated_at_ms = p.updated_at_ms();
     r.last_accessed_at_ms = p.last_accessed_at_ms();
     r.last_request_digest = p.last_request_digest();
+    for (const auto& l : p.leases())
+      r.leases[l.lease_id()] = lease_record{l.lease_id(), l.holder(), l.expiry_ms(), l.granted_at_ms()};
     if (r.availability != v1::DELETED) s.revisions.groups[r.payload_group_id] = r.id;
     s.revisions.revisions.emplace(r.id, std::move(r));
   }
@@ -143,6 +153,7 @@ result<store_state> decode_state(std::string_view bytes) {
     s.revisions.operations.emplace(o.id, std::move(o));
   }
   s.revisions.last_operation_id = in.last_operation_id();
+  s.revisions.last_lease_id = in.last_lease_id();
   return s;
 }
 

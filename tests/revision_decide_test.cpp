@@ -10,8 +10,8 @@ namespace v1 = events::v1;
 
 namespace {
 decide_context ctx() {
-  static uint64_t ids = 0;
-  return {1000, {}, [] { return ++ids; }};
+  static uint64_t ids = 0, lease_ids = 0;
+  return {1000, {}, [] { return ++ids; }, [] { return ++lease_ids; }};
 }
 events::revision_key rid() { return {"default", "default", "m", "r", 1}; }
 

@@ -1,0 +1,215 @@
+#include "actors/lease_decide.hpp"
+
+#include <ctime>
+
+namespace weightd::actors {
+
+namespace v1 = events::v1;
+using events::lease_record;
+using events::revision_record;
+
+namespace {
+
+std::string lease_name(uint64_t id) { return "lease " + std::to_string(id); }
+
+/// "2026-12-02T13:00:05.250Z": expiries in messages people read.
+std::string utc_text(int64_t ms) {
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[64];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
+  return out;
+}
+
+v1::Envelope lease_event(const revision_record& r, const decide_context& ctx,
+                         const std::string& principal, const std::string& request_id) {
+  return revision_envelope(r.id, ctx.now_ms, principal, request_id);
+}
+
+v1::Envelope expired(const revision_record& r, uint64_t lease_id, const decide_context& ctx) {
+  auto e = lease_event(r, ctx, "", "");
+  *e.mutable_lease_expired()->mutable_id() = r.id.to_proto();
+  e.mutable_lease_expired()->set_lease_id(lease_id);
+  return e;
+}
+
+v1::Envelope revoked(const revision_record& r, uint64_t lease_id, const std::string& reason,
+                     const decide_context& ctx, const std::string& principal,
+                     const std::string& request_id) {
+  auto e = lease_event(r, ctx, principal, request_id);
+  auto* p = e.mutable_lease_revoked();
+  *p->mutable_id() = r.id.to_proto();
+  p->set_lease_id(lease_id);
+  p->set_reason(reason);
+  return e;
+}
+
+/// The delete itself: RemovalStarted without a drain (no lease may be live).
+v1::Envelope start_delete(const revision_record& r, const decide_context& ctx) {
+  auto e = lease_event(r, ctx, "", "");
+  *e.mutable_removal_started()->mutable_id() = r.id.to_proto();
+  e.mutable_removal_started()->set_request_digest(r.last_request_digest);
+  return e;
+}
+
+}  // namespace
+
+status check_ttl(uint64_t ttl_ms) {
+  if (ttl_ms == 0 || ttl_ms > kMaxLeaseTtlMs)
+    return {errc::invalid_argument,
+            "ttl_ms must be within 1..86400000 (24 h), not " + std::to_string(ttl_ms)};
+  return {};
+}
+
+const lease_record* lease_of_holder(const revision_record& r, const std::string& holder) {
+  for (auto it = r.leases.rbegin(); it != r.leases.rend(); ++it)
+    if (it->second.holder == holder) return &it->second;
+  return nullptr;
+}
+
+std::vector<lease_record> live_leases(const revision_record& r, int64_t now_ms) {
+  std::vector<lease_record> out;
+  for (const auto& [id, l] : r.leases)
+    if (l.live_at(now_ms)) out.push_back(l);
+  return out;
+}
+
+std::vector<v1::Envelope> expire_lapsed(const revision_record& r, const decide_context& ctx) {
+  std::vector<v1::Envelope> out;
+  for (const auto& [id, l] : r.leases)
+    if (!l.live_at(ctx.now_ms)) out.push_back(expired(r, id, ctx));
+  return out;
+}
+
+std::string lease_blockers(const revision_record& r, int64_t now_ms) {
+  auto live = live_leases(r, now_ms);
+  if (live.empty()) return "no live lease";
+  std::string holders;
+  int64_t nearest = live.front().expiry_ms;
+  for (const auto& l : live) {
+    if (!holders.empty()) holders += ", ";
+    holders += "'" + l.holder + "' (" + lease_name(l.id) + ")";
+    nearest = std::min(nearest, l.expiry_ms);
+  }
+  char in[32];
+  std::snprintf(in, sizeof in, "%.1f", static_cast<double>(nearest - now_ms) / 1000.0);
+  return std::to_string(live.size()) + (live.size() == 1 ? " live lease" : " live leases") +
+         " held by " + holders + "; the nearest expires at " + utc_text(nearest) + " (in " + in +
+         " s)";
+}
+
+result<decision> decide_acquire(const revision_record* current, const acquire_lease& cmd,
+                                const decide_context& ctx) {
+  auto holder = cmd.holder;
+  if (auto st = events::check_identity_part("holder", holder); !st.ok()) return st;
+  if (auto st = check_ttl(cmd.ttl_ms); !st.ok()) return st;
+  auto name = "revision " + events::canonical_text(cmd.id);
+  if (!current || current->availability == v1::DELETED)
+    return status{errc::not_found, name + " does not exist"};
+  if (current->availability != v1::READY)
+    return status{errc::not_ready, name + " is " + v1::Availability_Name(current->availability) +
+                                       "; leases are granted only on READY revisions"};
+  if (current->draining())
+    return status{errc::not_ready, name + " is being removed (draining until " +
+                                       utc_text(current->drain_deadline_ms) +
+                                       "); it grants no new lease"};
+  if (cmd.expected_generation && cmd.expected_generation != current->metadata_generation)
+    return status{errc::stale_generation,
+                  "expected_metadata_generation " + std::to_string(cmd.expected_generation) +
+                      " is not current (" + name + " is at " +
+                      std::to_string(current->metadata_generation) +
+                      "); re-read the revision, or pass 0 for the current one"};
+  decision d;
+  if (const auto* held = lease_of_holder(*current, holder)) {
+    if (held->live_at(ctx.now_ms)) return d;  // the holder's live lease, unchanged
+    d.events.push_back(expired(*current, held->id, ctx));
+  }
+  auto e = lease_event(*current, ctx, cmd.principal, cmd.request_id);
+  auto* p = e.mutable_lease_granted();
+  *p->mutable_id() = current->id.to_proto();
+  p->set_lease_id(ctx.next_lease_id());
+  p->set_holder(holder);
+  p->set_expiry_ms(ctx.now_ms + static_cast<int64_t>(cmd.ttl_ms));
+  d.events.push_back(std::move(e));
+  return d;
+}
+
+result<decision> decide_renew(const revision_record& r, const renew_lease& cmd,
+                              const decide_context& ctx) {
+  if (auto st = check_ttl(cmd.ttl_ms); !st.ok()) return st;
+  auto it = r.leases.find(cmd.lease_id);
+  if (it == r.leases.end())
+    return status{errc::lease_expired,
+                  lease_name(cmd.lease_id) + " has ended; acquire a new lease"};
+  const auto& lease = it->second;
+  if (!lease.live_at(ctx.now_ms))
+    return status{errc::lease_expired, lease_name(cmd.lease_id) + " expired at " +
+                                           utc_text(lease.expiry_ms) +
+                                           "; an expired lease cannot be renewed, acquire a new one"};
+  auto expiry = std::max(lease.expiry_ms, ctx.now_ms + static_cast<int64_t>(cmd.ttl_ms));
+  if (expiry == lease.expiry_ms) return decision{};
+  auto e = lease_event(r, ctx, cmd.principal, cmd.request_id);
+  auto* p = e.mutable_lease_renewed();
+  *p->mutable_id() = r.id.to_proto();
+  p->set_lease_id(cmd.lease_id);
+  p->set_expiry_ms(expiry);
+  return decision{{std::move(e)}};
+}
+
+decision decide_release(const revision_record& r, const release_lease& cmd,
+                        const decide_context& ctx) {
+  if (!r.leases.count(cmd.lease_id)) return {};  // already ended: idempotent
+  auto e = lease_event(r, ctx, cmd.principal, cmd.request_id);
+  *e.mutable_lease_released()->mutable_id() = r.id.to_proto();
+  e.mutable_lease_released()->set_lease_id(cmd.lease_id);
+  return decision{{std::move(e)}};
+}
+
+result<decision> decide_revoke(const revision_record& r, const revoke_lease& cmd,
+                               const decide_context& ctx) {
+  if (!r.leases.count(cmd.lease_id))
+    return status{errc::not_found, lease_name(cmd.lease_id) + " is not live (it has ended)"};
+  auto reason = cmd.reason.empty() ? std::string{"revoked by an admin"} : cmd.reason;
+  return decision{{revoked(r, cmd.lease_id, reason, ctx, cmd.principal, cmd.request_id)}};
+}
+
+decision decide_reconcile(const revision_record& r, const decide_context& ctx) {
+  decision d;
+  d.events = expire_lapsed(r, ctx);
+  if (!r.draining()) return d;
+  auto live = live_leases(r, ctx.now_ms);
+  if (!live.empty()) {
+    if (ctx.now_ms < r.drain_deadline_ms) return d;  // still draining
+    for (const auto& l : live)
+      d.events.push_back(revoked(r, l.id, "the drain deadline of RemoveRevision passed", ctx, "", ""));
+  }
+  d.events.push_back(start_delete(r, ctx));
+  return d;
+}
+
+std::vector<v1::Envelope> recovery_lease_events(const events::revision_index& index,
+                                                int64_t last_event_ms, int64_t now_ms,
+                                                int64_t grace_ms) {
+  std::vector<v1::Envelope> out;
+  decide_context ctx;
+  ctx.now_ms = now_ms;
+  for (const auto& [id, r] : index.revisions)
+    for (const auto& [lease_id, l] : r.leases) {
+      if (l.expiry_ms < last_event_ms) {
+        out.push_back(expired(r, lease_id, ctx));
+      } else if (l.expiry_ms < now_ms + grace_ms) {
+        auto e = lease_event(r, ctx, "", "");
+        auto* p = e.mutable_lease_renewed();
+        *p->mutable_id() = r.id.to_proto();
+        p->set_lease_id(lease_id);
+        p->set_expiry_ms(now_ms + grace_ms);
+        out.push_back(std::move(e));
+      }
+    }
+  return out;
+}
+
+}  // namespace weightd::actors
