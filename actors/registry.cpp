@@ -71,17 +71,21 @@ void learn(reg_pointer self, revision_view view) {
   st.views[view.record.id] = std::move(view);
 }
 
-/// Hands a lease command to the revision holding the lease. A lease id that
-/// was handed out but is held by nobody has ended: `ended` answers for it.
+/// Hands a lease command to the revision holding the lease. A lease held by
+/// nobody is answered by `not_held(issued)`: issued = the id was handed out,
+/// so the lease has ended (released, expired or revoked).
 template <class Command>
 caf::result<lease_view> route_lease(reg_pointer self, Command& cmd,
-                                    std::function<caf::result<lease_view>()> ended) {
+                                    std::function<caf::result<lease_view>(bool)> not_held) {
   auto& st = self->state;
   if (cmd.lease_id == 0) return to_error({errc::invalid_argument, "lease_id must be at least 1"});
   if (auto it = st.lease_owners.find(cmd.lease_id); it != st.lease_owners.end())
     return self->delegate(actor_for(self, it->second), std::move(cmd));
-  if (cmd.lease_id <= st.deps.lease_ids->load()) return ended();
-  return to_error({errc::not_found, "lease " + std::to_string(cmd.lease_id) +
+  return not_held(cmd.lease_id <= st.deps.lease_ids->load());
+}
+
+caf::error unknown_lease(uint64_t id) {
+  return to_error({errc::not_found, "lease " + std::to_string(id) +
                                         " does not exist; acquire one with AcquireLease"});
 }
 
@@ -224,22 +228,24 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
         [=](acquire_lease& cmd) { return route<lease_view>(self, cmd); },
         [=](renew_lease& cmd) {
           auto id = cmd.lease_id;
-          return route_lease(self, cmd, [id]() -> caf::result<lease_view> {
+          return route_lease(self, cmd, [id](bool issued) -> caf::result<lease_view> {
+            if (!issued) return unknown_lease(id);
             return to_error({errc::lease_expired, "lease " + std::to_string(id) +
                                                       " has ended; acquire a new lease"});
           });
         },
         [=](release_lease& cmd) {
           auto id = cmd.lease_id;
-          return route_lease(self, cmd, [id]() -> caf::result<lease_view> {
-            lease_view ended;  // releasing an ended lease succeeds (idempotent)
+          return route_lease(self, cmd, [id](bool) -> caf::result<lease_view> {
+            lease_view ended;  // releasing an unknown or ended lease succeeds (idempotent)
             ended.lease.id = id;
             return ended;
           });
         },
         [=](revoke_lease& cmd) {
           auto id = cmd.lease_id;
-          return route_lease(self, cmd, [id]() -> caf::result<lease_view> {
+          return route_lease(self, cmd, [id](bool issued) -> caf::result<lease_view> {
+            if (!issued) return unknown_lease(id);
             return to_error({errc::not_found,
                              "lease " + std::to_string(id) + " is not live (it has ended)"});
           });

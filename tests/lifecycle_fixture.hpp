@@ -10,7 +10,8 @@ namespace weightd::test {
 struct lifecycle_fixture : store_fixture {
   using view = actors::revision_view;
 
-  lifecycle_fixture() : store_fixture(64 << 20) {}
+  explicit lifecycle_fixture(uint64_t hot_capacity_bytes = 64 << 20)
+      : store_fixture(hot_capacity_bytes) {}
 
   actors::registry_actor registry() { return node->registry(); }
 
@@ -91,6 +92,38 @@ struct lifecycle_fixture : store_fixture {
 
   result<view> set_policy(const events::revision_key& rid, uint64_t expected, events::policy p) {
     return ask<view>(registry(), actors::update_policy{rid, expected, p, "", ""});
+  }
+
+  result<actors::removal_result> remove_draining(const events::revision_key& rid, uint64_t expected,
+                                                 int64_t drain_timeout_ms) {
+    return ask<actors::removal_result>(
+        registry(), actors::remove_revision{rid, expected, drain_timeout_ms, "", ""});
+  }
+
+  result<actors::lease_view> acquire(const events::revision_key& rid, const std::string& holder,
+                                     uint64_t ttl_ms = 10'000, uint64_t expected = 0) {
+    return ask<actors::lease_view>(registry(),
+                                   actors::acquire_lease{rid, expected, holder, ttl_ms, "", ""});
+  }
+  result<actors::lease_view> renew(uint64_t lease_id, uint64_t ttl_ms) {
+    return ask<actors::lease_view>(registry(), actors::renew_lease{lease_id, ttl_ms, "", ""});
+  }
+  result<actors::lease_view> release(uint64_t lease_id) {
+    return ask<actors::lease_view>(registry(), actors::release_lease{lease_id, "", ""});
+  }
+  result<actors::lease_view> revoke(uint64_t lease_id) {
+    return ask<actors::lease_view>(registry(), actors::revoke_lease{lease_id, "", "", ""});
+  }
+  result<actors::lease_list> leases(const events::revision_key& rid) {
+    return ask<actors::lease_list>(registry(), actors::list_leases{rid});
+  }
+
+  /// Moves the fake wall clock and CAF's fake clock together, so the
+  /// reconciler's rounds that fall due run.
+  void pass_time(int64_t ms) {
+    clock_ms += ms;
+    sched.advance_time(std::chrono::milliseconds(ms));
+    sched.run();
   }
 
   result<view> get_rev(const events::revision_key& rid, bool hidden = false) {
