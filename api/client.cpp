@@ -61,6 +61,21 @@ result<v1::RevisionView> client::update_policy(const v1::UpdatePolicyRequest& r)
 result<v1::RemoveRevisionResponse> client::remove_revision(const v1::RemoveRevisionRequest& r) {
   return WEIGHTD_UNARY(weights_, RemoveRevision, v1::RemoveRevisionResponse, r);
 }
+result<v1::Lease> client::acquire_lease(const v1::AcquireLeaseRequest& r) {
+  return WEIGHTD_UNARY(weights_, AcquireLease, v1::Lease, r);
+}
+result<v1::Lease> client::renew_lease(const v1::RenewLeaseRequest& r) {
+  return WEIGHTD_UNARY(weights_, RenewLease, v1::Lease, r);
+}
+result<v1::ReleaseLeaseResponse> client::release_lease(const v1::ReleaseLeaseRequest& r) {
+  return WEIGHTD_UNARY(weights_, ReleaseLease, v1::ReleaseLeaseResponse, r);
+}
+result<v1::ListLeasesResponse> client::list_leases(const v1::ListLeasesRequest& r) {
+  return WEIGHTD_UNARY(weights_, ListLeases, v1::ListLeasesResponse, r);
+}
+result<v1::Lease> client::revoke_lease(const v1::RevokeLeaseRequest& r) {
+  return WEIGHTD_UNARY(weights_, RevokeLease, v1::Lease, r);
+}
 result<v1::StatusResponse> client::server_status() {
   v1::StatusRequest r;
   return WEIGHTD_UNARY(admin_, Status, v1::StatusResponse, r);

@@ -36,6 +36,11 @@ class client {
   result<v1::ListRevisionsResponse> list_revisions(const v1::ListRevisionsRequest& req);
   result<v1::RevisionView> update_policy(const v1::UpdatePolicyRequest& req);
   result<v1::RemoveRevisionResponse> remove_revision(const v1::RemoveRevisionRequest& req);
+  result<v1::Lease> acquire_lease(const v1::AcquireLeaseRequest& req);
+  result<v1::Lease> renew_lease(const v1::RenewLeaseRequest& req);
+  result<v1::ReleaseLeaseResponse> release_lease(const v1::ReleaseLeaseRequest& req);
+  result<v1::ListLeasesResponse> list_leases(const v1::ListLeasesRequest& req);
+  result<v1::Lease> revoke_lease(const v1::RevokeLeaseRequest& req);
   result<v1::StatusResponse> server_status();
 
   /// Puts `size` bytes of `file` from `offset` (the whole file by default).

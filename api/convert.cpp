@@ -57,6 +57,7 @@ void to_proto(const actors::revision_view& view, v1::RevisionView* out) {
   out->set_last_accessed_at_ms(r.last_accessed_at_ms);
   out->set_active_lease_count(view.active_lease_count);
   out->set_nearest_lease_expiry_ms(view.nearest_lease_expiry_ms);
+  out->set_drain_deadline_ms(r.drain_deadline_ms);
   if (view.operation) to_proto(*view.operation, out->mutable_operation());
 }
 
@@ -151,6 +152,40 @@ result<actors::remove_revision> from_proto(const v1::RemoveRevisionRequest& req)
   return actors::remove_revision{*id, req.expected_metadata_generation(),
                                  static_cast<int64_t>(req.drain_timeout_ms()), "",
                                  req.request_id()};
+}
+
+void to_proto(const actors::lease_view& lease, v1::Lease* out) {
+  out->set_lease_id(lease.lease.id);
+  if (!lease.id.tenant.empty()) *out->mutable_id() = lease.id.to_proto();
+  out->set_holder(lease.lease.holder);
+  out->set_expiry_ms(lease.lease.expiry_ms);
+}
+
+result<actors::acquire_lease> from_proto(const v1::AcquireLeaseRequest& req) {
+  auto id = required_id(req.has_id(), req.id());
+  if (!id) return id.error();
+  return actors::acquire_lease{*id, req.expected_metadata_generation(), req.holder(), req.ttl_ms(),
+                               "", req.request_id()};
+}
+
+result<actors::renew_lease> from_proto(const v1::RenewLeaseRequest& req) {
+  return actors::renew_lease{req.lease_id(), req.ttl_ms(), "", req.request_id()};
+}
+
+result<actors::release_lease> from_proto(const v1::ReleaseLeaseRequest& req) {
+  return actors::release_lease{req.lease_id(), "", req.request_id()};
+}
+
+result<actors::revoke_lease> from_proto(const v1::RevokeLeaseRequest& req) {
+  if (req.reason().size() > 1024)
+    return status{errc::invalid_argument, "reason is longer than 1024 bytes"};
+  return actors::revoke_lease{req.lease_id(), req.reason(), "", req.request_id()};
+}
+
+result<actors::list_leases> from_proto(const v1::ListLeasesRequest& req) {
+  auto id = required_id(req.has_id(), req.id());
+  if (!id) return id.error();
+  return actors::list_leases{*id};
 }
 
 result<actors::put_request> from_proto(const v1::PutHeader& h) {

@@ -10,6 +10,7 @@ namespace weightd::api {
 void to_proto(const events::operation_record& op, v1::Operation* out);
 void to_proto(const actors::revision_view& view, v1::RevisionView* out);
 void to_proto(const actors::object_info& info, v1::ObjectInfo* out);
+void to_proto(const actors::lease_view& lease, v1::Lease* out);
 
 result<actors::begin_import> from_proto(const v1::BeginImportRequest& req);
 result<actors::commit_import> from_proto(const v1::CommitImportRequest& req);
@@ -18,6 +19,11 @@ result<actors::get_revision> from_proto(const v1::GetRevisionRequest& req);
 result<actors::list_revisions> from_proto(const v1::ListRevisionsRequest& req);
 result<actors::update_policy> from_proto(const v1::UpdatePolicyRequest& req);
 result<actors::remove_revision> from_proto(const v1::RemoveRevisionRequest& req);
+result<actors::acquire_lease> from_proto(const v1::AcquireLeaseRequest& req);
+result<actors::renew_lease> from_proto(const v1::RenewLeaseRequest& req);
+result<actors::release_lease> from_proto(const v1::ReleaseLeaseRequest& req);
+result<actors::revoke_lease> from_proto(const v1::RevokeLeaseRequest& req);
+result<actors::list_leases> from_proto(const v1::ListLeasesRequest& req);
 result<actors::put_request> from_proto(const v1::PutHeader& header);
 
 }  // namespace weightd::api

@@ -7,8 +7,9 @@
 #include <chrono>
 #include <fstream>
 
-#include "api/exit_codes.hpp"
 #include "api/format.hpp"
+#include "api/lease_commands.hpp"
+#include "api/online_support.hpp"
 #include "events/identity.hpp"
 #include "persistence/tier_store.hpp"
 
@@ -18,62 +19,9 @@ namespace ev1 = events::v1;
 namespace fs = std::filesystem;
 
 namespace {
-
 constexpr uint64_t kPayloadBytes = 64ull << 20;
-
-int fail(std::ostream& err, const status& st, const std::string& next = "") {
-  err << "weightctl: " << st.to_string() << (next.empty() ? "" : "; " + next) << "\n";
-  return exit_code(st.code());
-}
-
-std::string to_json(const google::protobuf::Message& m, bool pretty = false) {
-  google::protobuf::util::JsonPrintOptions o;
-  o.preserve_proto_field_names = true;
-  o.add_whitespace = pretty;
-  std::string out;
-  google::protobuf::util::MessageToJsonString(m, &out, o);
-  return out;
-}
-
-/// "default/m@r" -> the highest generation in the given states (0 if none).
-result<events::revision_key> resolve(client& c, const std::string& text, bool ready_only) {
-  auto id = events::parse_canonical_text(text);
-  if (!id) return id.error();
-  if (id->generation) return id;
-  v1::ListRevisionsRequest q;
-  q.set_tenant(id->tenant);
-  q.set_ns(id->ns);
-  q.set_resource(id->resource);
-  if (!ready_only)
-    for (auto s : {ev1::IMPORTING, ev1::READY, ev1::DEGRADED, ev1::DELETING, ev1::DELETED})
-      q.add_states(s);
-  q.set_limit(1000);
-  auto page = c.list_revisions(q);
-  if (!page) return page.error();
-  for (const auto& v : page->revisions())
-    if (v.id().revision() == id->revision) id->generation = std::max(id->generation, v.id().weight_generation());
-  return id;
-}
-
-/// Progress on stderr when it is a terminal: bytes, rate, ETA.
-struct progress_line {
-  uint64_t total;
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  bool tty = isatty(2);
-  void show(uint64_t done, const std::string& what) {
-    if (!tty) return;
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
-    double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0;
-    fmt::print(stderr, "\r{:>10} / {:<10} {:>10}/s  ETA {:>4.0f}s  {:<40.40}",
-               format_bytes(done), format_bytes(total), format_bytes(static_cast<uint64_t>(rate)),
-               eta, what);
-  }
-  void end() {
-    if (tty) fmt::print(stderr, "\n");
-  }
-};
-
+constexpr std::chrono::milliseconds kExportLeaseTtl{30'000};  // renewed every 10 s
+constexpr int kExitInterrupted = 130;                          // 128 + SIGINT, as shells do
 }  // namespace
 
 int import_dir(const online_options& o, const std::string& dir, const std::string& text,
@@ -199,6 +147,15 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
   auto id = resolve(c, text, true);
   if (!id) return fail(err, id.error());
   if (!id->generation) return fail(err, {errc::not_found, "no READY revision " + text});
+  // The lease keeps the revision from being deleted while its bytes are read;
+  // it is released on every way out (its destructor), Ctrl-C included.
+  install_interrupt_flag();
+  auto lease = held_lease::acquire(o.connection, *id, default_holder("export"), kExportLeaseTtl);
+  if (!lease) return fail(err, lease.error());
+  auto stopped = [&]() -> status {
+    if (interrupted()) return {errc::internal, "interrupted; the lease was released"};
+    return (*lease)->renewal_error();
+  };
   v1::GetRevisionRequest get;
   *get.mutable_id() = id->to_proto();
   auto view = c.get_revision(get);
@@ -227,6 +184,7 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
       std::ofstream file(temp, std::ios::binary | std::ios::trunc);
       for (const auto& chunk : f.chunks()) {
         auto r = c.get(id->tenant, chunk.key(), [&](const std::string& bytes) {
+          if (auto st = stopped(); !st.ok()) return st;
           file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
           done += bytes.size();
           bar.show(done, f.path());
@@ -235,6 +193,7 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
         if (!r) {
           bar.end();
           fs::remove(temp);
+          if (interrupted()) return fail(err, r.error()), kExitInterrupted;
           return fail(err, r.error());
         }
       }
@@ -302,8 +261,8 @@ int show_revision(const online_options& o, const std::string& text, std::ostream
   return 0;
 }
 
-int remove_revision(const online_options& o, const std::string& text, std::ostream& out,
-                    std::ostream& err) {
+int remove_revision(const online_options& o, const std::string& text, uint64_t drain_timeout_ms,
+                    std::ostream& out, std::ostream& err) {
   client c{o.connection};
   auto id = resolve(c, text, true);
   if (!id) return fail(err, id.error());
@@ -314,12 +273,90 @@ int remove_revision(const online_options& o, const std::string& text, std::ostre
   v1::RemoveRevisionRequest rm;
   *rm.mutable_id() = id->to_proto();
   rm.set_expected_metadata_generation(view->metadata_generation());
+  rm.set_drain_timeout_ms(drain_timeout_ms);
   auto removed = c.remove_revision(rm);
   if (!removed) return fail(err, removed.error());
   if (o.json) out << to_json(*removed) << "\n";
+  else if (removed->revision().drain_deadline_ms())
+    out << fmt::format("removing {}: {} live leases drain first (revoked at {})\n",
+                       events::canonical_text(*id), removed->revision().active_lease_count(),
+                       format_time_ms(removed->revision().drain_deadline_ms()));
   else
     out << fmt::format("removed {}: {} objects, manifest last\n", events::canonical_text(*id),
                        removed->removed_keys_size());
+  return 0;
+}
+
+int update_policy(const online_options& o, const std::string& text, const policy_args& a,
+                  std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  auto id = resolve(c, text, true);
+  if (!id) return fail(err, id.error());
+  v1::GetRevisionRequest get;
+  *get.mutable_id() = id->to_proto();
+  auto view = c.get_revision(get);
+  if (!view) return fail(err, view.error());
+  auto policy = view->policy();
+  auto pick = [](const std::string& text, const std::string& prefix,
+                 const google::protobuf::EnumDescriptor* d) -> int {
+    std::string upper;
+    for (char ch : text) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    const auto* v = d->FindValueByName(prefix + upper);
+    return v ? v->number() : -1;
+  };
+  if (!a.preferred.empty()) {
+    int r = pick(a.preferred, "RESIDENCY_", ev1::Residency_descriptor());
+    if (r != ev1::RESIDENCY_HOT && r != ev1::RESIDENCY_COLD && r != ev1::RESIDENCY_MIXED)
+      return fail(err, {errc::invalid_argument, "--preferred must be HOT, COLD or MIXED"});
+    policy.set_preferred_residency(static_cast<ev1::Residency>(r));
+  }
+  if (!a.mode.empty()) {
+    int m = pick(a.mode, "MIGRATION_", ev1::MigrationMode_descriptor());
+    if (m < 0) return fail(err, {errc::invalid_argument, "--mode must be AUTO, MANUAL or PINNED"});
+    policy.set_migration_mode(static_cast<ev1::MigrationMode>(m));
+  }
+  if (a.mixed_hot_ratio != 0) policy.set_mixed_hot_ratio(a.mixed_hot_ratio);
+  v1::UpdatePolicyRequest req;
+  *req.mutable_id() = id->to_proto();
+  req.set_expected_metadata_generation(view->metadata_generation());
+  *req.mutable_policy() = policy;
+  auto updated = c.update_policy(req);
+  if (!updated) return fail(err, updated.error(), "re-read it with `weightctl show` and retry");
+  if (o.json) out << to_json(*updated) << "\n";
+  else
+    out << fmt::format("{}: policy {} {} (mixed ratio {}), generation {}\n",
+                       events::canonical_text(*id),
+                       short_enum_name(updated->policy().preferred_residency(), ev1::Residency_descriptor()),
+                       short_enum_name(updated->policy().migration_mode(), ev1::MigrationMode_descriptor()),
+                       updated->policy().mixed_hot_ratio(), updated->metadata_generation());
+  return 0;
+}
+
+int abort_import(const online_options& o, const std::string& text,
+                 const std::vector<std::string>& keys, std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  auto id = resolve(c, text, false);
+  if (!id) return fail(err, id.error());
+  v1::GetRevisionRequest get;
+  *get.mutable_id() = id->to_proto();
+  get.set_include_hidden(true);
+  auto view = c.get_revision(get);
+  if (!view) return fail(err, view.error());
+  v1::AbortImportRequest req;
+  *req.mutable_id() = id->to_proto();
+  req.set_expected_metadata_generation(view->metadata_generation());
+  for (const auto& k : keys) req.add_keys_to_remove(k);
+  auto aborted = c.abort_import(req);
+  if (!aborted) return fail(err, aborted.error());
+  if (o.json) {
+    out << to_json(*aborted) << "\n";
+    return 0;
+  }
+  out << fmt::format("aborted {}: {} objects removed ({})\n", events::canonical_text(*id),
+                     aborted->removed_keys_size(),
+                     ev1::Availability_Name(aborted->revision().availability()));
+  for (const auto& r : aborted->refused_keys())
+    out << fmt::format("  not touched: {} ({})\n", r.key(), r.reason());
   return 0;
 }
 

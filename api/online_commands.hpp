@@ -3,6 +3,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "api/client.hpp"
 
@@ -29,8 +30,23 @@ int list_revisions(const online_options& o, const std::string& ns, const std::st
                    bool all_states, std::ostream& out, std::ostream& err);
 int show_revision(const online_options& o, const std::string& id, std::ostream& out,
                   std::ostream& err);
-int remove_revision(const online_options& o, const std::string& id, std::ostream& out,
-                    std::ostream& err);
+/// Removes a READY revision; drain_timeout_ms > 0 waits for its leases to
+/// drain (revoking them at the deadline) instead of failing with BUSY.
+int remove_revision(const online_options& o, const std::string& id, uint64_t drain_timeout_ms,
+                    std::ostream& out, std::ostream& err);
+
+struct policy_args {
+  std::string preferred;  // HOT, COLD, MIXED ("" = keep)
+  double mixed_hot_ratio = 0;  // 0 = keep
+  std::string mode;       // AUTO, MANUAL, PINNED ("" = keep)
+};
+/// UpdatePolicy: changes the named parts of the revision's policy.
+int update_policy(const online_options& o, const std::string& id, const policy_args& a,
+                  std::ostream& out, std::ostream& err);
+
+/// AbortImport of an IMPORTING revision, also removing `keys`.
+int abort_import(const online_options& o, const std::string& id,
+                 const std::vector<std::string>& keys, std::ostream& out, std::ostream& err);
 int show_status(const online_options& o, std::ostream& out, std::ostream& err);
 
 }  // namespace weightd::api

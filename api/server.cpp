@@ -56,6 +56,10 @@ std::function<void(actors::revision_view&)> view_into(v1::RevisionView* resp) {
   return [resp](actors::revision_view& v) { to_proto(v, resp); };
 }
 
+std::function<void(actors::lease_view&)> lease_into(v1::Lease* resp) {
+  return [resp](actors::lease_view& l) { to_proto(l, resp); };
+}
+
 class weight_service final : public v1::WeightService::CallbackService {
  public:
   weight_service(caf::actor_system& sys, actors::node& node, server_options o)
@@ -103,6 +107,28 @@ class weight_service final : public v1::WeightService::CallbackService {
     return command<actors::removal_result>(ctx, *req, [resp](actors::removal_result& r) {
       to_proto(r.view, resp->mutable_revision());
       for (const auto& k : r.removed_keys) resp->add_removed_keys(k);
+    });
+  }
+  ServerUnaryReactor* AcquireLease(CallbackServerContext* ctx, const v1::AcquireLeaseRequest* req,
+                                   v1::Lease* resp) override {
+    return command<actors::lease_view>(ctx, *req, lease_into(resp));
+  }
+  ServerUnaryReactor* RenewLease(CallbackServerContext* ctx, const v1::RenewLeaseRequest* req,
+                                 v1::Lease* resp) override {
+    return command<actors::lease_view>(ctx, *req, lease_into(resp));
+  }
+  ServerUnaryReactor* ReleaseLease(CallbackServerContext* ctx, const v1::ReleaseLeaseRequest* req,
+                                   v1::ReleaseLeaseResponse*) override {
+    return command<actors::lease_view>(ctx, *req, [](actors::lease_view&) {});
+  }
+  ServerUnaryReactor* RevokeLease(CallbackServerContext* ctx, const v1::RevokeLeaseRequest* req,
+                                  v1::Lease* resp) override {
+    return command<actors::lease_view>(ctx, *req, lease_into(resp));
+  }
+  ServerUnaryReactor* ListLeases(CallbackServerContext* ctx, const v1::ListLeasesRequest* req,
+                                 v1::ListLeasesResponse* resp) override {
+    return command<actors::lease_list>(ctx, *req, [resp](actors::lease_list& list) {
+      for (const auto& l : list.leases) to_proto(l, resp->add_leases());
     });
   }
 

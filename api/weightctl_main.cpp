@@ -6,6 +6,8 @@
 
 #include "api/exit_codes.hpp"
 #include "api/journal_commands.hpp"
+#include "api/lease_commands.hpp"
+#include "api/object_commands.hpp"
 #include "api/online_commands.hpp"
 
 int main(int argc, char** argv) {
@@ -45,6 +47,63 @@ int main(int argc, char** argv) {
   show_cmd->add_option("ID", id, "The revision")->required();
   auto* rm_cmd = app.add_subcommand("rm", "Remove a revision: payloads, then the manifest");
   rm_cmd->add_option("ID", id, "The revision")->required();
+  uint64_t drain_ms = 0;
+  rm_cmd->add_option("--drain-timeout", drain_ms,
+                     "With live leases: refuse new ones, delete when they are released, and "
+                     "revoke what is left after this many ms (default: fail with BUSY)");
+  policy_args policy;
+  auto* policy_cmd = app.add_subcommand("policy", "Change a revision's policy (the parts given)");
+  policy_cmd->add_option("ID", id, "The revision")->required();
+  policy_cmd->add_option("--preferred", policy.preferred, "Preferred residency: HOT, COLD or MIXED");
+  policy_cmd->add_option("--ratio", policy.mixed_hot_ratio, "MIXED: the share of bytes kept HOT, in (0,1)");
+  policy_cmd->add_option("--mode", policy.mode, "Migration mode: AUTO, MANUAL or PINNED");
+  std::vector<std::string> keys;
+  auto* abort_cmd = app.add_subcommand(
+      "abort", "Abort an IMPORTING revision: remove its group and the keys given");
+  abort_cmd->add_option("ID", id, "The revision (without #generation: the highest)")->required();
+  abort_cmd->add_option("--remove", keys, "Also remove these ungrouped keys (repeatable)");
+
+  // lease acquire|renew|release|ls|revoke
+  auto* lease_cmd = app.add_subcommand("lease", "Revision leases: a live lease blocks removal");
+  lease_cmd->require_subcommand(1);
+  std::string holder, reason;
+  uint64_t ttl_ms = 60'000, lease_id = 0;
+  auto* acquire_cmd = lease_cmd->add_subcommand("acquire", "Take a lease on a READY revision");
+  acquire_cmd->add_option("ID", id, "The revision (without #generation: the highest READY)")->required();
+  acquire_cmd->add_option("--holder", holder, "Who holds it (default: weightctl-lease@host:pid)");
+  acquire_cmd->add_option("--ttl", ttl_ms, "Lifetime in ms, 1..86400000")->capture_default_str();
+  auto* renew_cmd = lease_cmd->add_subcommand("renew", "Extend a lease to at least now + ttl");
+  renew_cmd->add_option("LEASE_ID", lease_id, "The lease")->required();
+  renew_cmd->add_option("--ttl", ttl_ms, "Lifetime in ms from now")->capture_default_str();
+  auto* release_cmd = lease_cmd->add_subcommand("release", "End a lease (idempotent)");
+  release_cmd->add_option("LEASE_ID", lease_id, "The lease")->required();
+  auto* leases_cmd = lease_cmd->add_subcommand("ls", "List a revision's live leases");
+  leases_cmd->add_option("ID", id, "The revision")->required();
+  auto* revoke_cmd = lease_cmd->add_subcommand("revoke", "End someone's lease now (admin)");
+  revoke_cmd->add_option("LEASE_ID", lease_id, "The lease")->required();
+  revoke_cmd->add_option("--reason", reason, "Recorded in the journal");
+
+  // obj put|get|rm|ls
+  auto* obj_cmd = app.add_subcommand("obj", "Generic objects of the store's key space");
+  obj_cmd->require_subcommand(1);
+  obj_put_args put;
+  auto* put_cmd = obj_cmd->add_subcommand("put", "Upload a file as an object");
+  put_cmd->add_option("KEY", put.key, "The object's key")->required();
+  put_cmd->add_option("FILE", put.file, "The file to upload")->required();
+  put_cmd->add_option("--tier", put.tier, "HOT or COLD")->capture_default_str();
+  put_cmd->add_option("--type", put.type, "GENERAL, WEIGHT or METADATA")->capture_default_str();
+  put_cmd->add_flag("--pin", put.pin, "Hard-pin: never evicted");
+  std::string key, file;
+  auto* get_cmd = obj_cmd->add_subcommand("get", "Download an object");
+  get_cmd->add_option("KEY", key, "The object's key")->required();
+  get_cmd->add_option("FILE", file, "Where to write it ('-' = stdout)")->required();
+  bool force = false;
+  auto* obj_rm_cmd = obj_cmd->add_subcommand("rm", "Remove objects (not a revision's members)");
+  obj_rm_cmd->add_option("KEY", keys, "Keys to remove")->required();
+  obj_rm_cmd->add_flag("--force", force, "Also while a reader holds the object's read lease");
+  std::string prefix;
+  auto* obj_ls_cmd = obj_cmd->add_subcommand("ls", "List objects");
+  obj_ls_cmd->add_option("PREFIX", prefix, "Only keys starting with this");
   auto* status_cmd = app.add_subcommand("status", "The daemon's tiers, journal and counters");
 
   journal_location where;
@@ -109,7 +168,18 @@ int main(int argc, char** argv) {
   if (*export_cmd) return export_dir(online, id, dir, std::cout, std::cerr);
   if (*ls_cmd) return list_revisions(online, ns, resource, all_states, std::cout, std::cerr);
   if (*show_cmd) return show_revision(online, id, std::cout, std::cerr);
-  if (*rm_cmd) return remove_revision(online, id, std::cout, std::cerr);
+  if (*rm_cmd) return remove_revision(online, id, drain_ms, std::cout, std::cerr);
+  if (*policy_cmd) return update_policy(online, id, policy, std::cout, std::cerr);
+  if (*abort_cmd) return abort_import(online, id, keys, std::cout, std::cerr);
+  if (*acquire_cmd) return lease_acquire(online, id, holder, ttl_ms, std::cout, std::cerr);
+  if (*renew_cmd) return lease_renew(online, lease_id, ttl_ms, std::cout, std::cerr);
+  if (*release_cmd) return lease_release(online, lease_id, std::cout, std::cerr);
+  if (*leases_cmd) return lease_list(online, id, std::cout, std::cerr);
+  if (*revoke_cmd) return lease_revoke(online, lease_id, reason, std::cout, std::cerr);
+  if (*put_cmd) return obj_put(online, put, std::cout, std::cerr);
+  if (*get_cmd) return obj_get(online, key, file, std::cout, std::cerr);
+  if (*obj_rm_cmd) return obj_rm(online, keys, force, std::cout, std::cerr);
+  if (*obj_ls_cmd) return obj_ls(online, prefix, std::cout, std::cerr);
   if (*status_cmd) return show_status(online, std::cout, std::cerr);
   if (*dump_cmd) return journal_dump(where, dump, std::cout, std::cerr);
   if (*stats_cmd) return journal_stats(where, stats, std::cout, std::cerr);

@@ -215,10 +215,10 @@ TEST_CASE_FIXTURE(api_fixture, "api: every error reaches the client with its sta
   CHECK(short_put.code() == errc::invalid_argument);
   CHECK(short_put.message().find("size:") == 0);
 
-  v1::AcquireLeaseRequest lease;
-  v1::Lease out;
-  grpc::ClientContext lctx;
-  CHECK(weights->AcquireLease(&lctx, lease, &out).error_code() == grpc::StatusCode::UNIMPLEMENTED);
+  v1::MigrateRequest migrate;
+  v1::Operation out;
+  grpc::ClientContext mctx;
+  CHECK(weights->Migrate(&mctx, migrate, &out).error_code() == grpc::StatusCode::UNIMPLEMENTED);
 }
 
 TEST_CASE_FIXTURE(api_fixture, "api: /metrics counts calls by RPC and code, /healthz answers") {

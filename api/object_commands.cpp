@@ -1,0 +1,132 @@
+#include "api/object_commands.hpp"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "api/format.hpp"
+#include "api/online_support.hpp"
+
+namespace weightd::api {
+
+namespace ev1 = events::v1;
+
+namespace {
+
+/// "HOT" -> TIER_HOT etc.: the SPEC's short names of an enum, case-insensitive.
+template <class Enum>
+result<Enum> parse_short(const std::string& field, const std::string& text,
+                         const google::protobuf::EnumDescriptor* d) {
+  std::string wanted;
+  for (char c : text) wanted += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string names;
+  for (int i = 0; i < d->value_count(); ++i) {
+    auto name = short_enum_name(d->value(i)->number(), d);
+    if (name == "UNSPECIFIED") continue;
+    if (name == wanted) return static_cast<Enum>(d->value(i)->number());
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  return status{errc::invalid_argument, field + " must be one of " + names + ", not '" + text + "'"};
+}
+
+void print_info(const online_options& o, const v1::ObjectInfo& i, std::ostream& out) {
+  if (o.json) {
+    out << to_json(i) << "\n";
+    return;
+  }
+  std::string tiers;
+  for (int t : i.replicas()) tiers += (tiers.empty() ? "" : "+") + short_enum_name(t, ev1::Tier_descriptor());
+  out << fmt::format("{:<48} {:>10}  {:<9} {:<8}{}{}\n", i.key(), format_bytes(i.size()), tiers,
+                     short_enum_name(i.data_type(), ev1::DataType_descriptor()),
+                     i.hard_pin() ? " pinned" : "",
+                     i.managed_by().empty() ? "" : " managed by " + i.managed_by());
+}
+
+}  // namespace
+
+int obj_put(const online_options& o, const obj_put_args& a, std::ostream& out, std::ostream& err) {
+  auto tier = parse_short<ev1::Tier>("--tier", a.tier, ev1::Tier_descriptor());
+  if (!tier) return fail(err, tier.error());
+  auto type = parse_short<ev1::DataType>("--type", a.type, ev1::DataType_descriptor());
+  if (!type) return fail(err, type.error());
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(a.file, ec))
+    return fail(err, {errc::invalid_argument, "FILE '" + a.file + "' is not a readable file"});
+  client c{o.connection};
+  v1::PutHeader h;
+  h.set_tenant(o.tenant);
+  h.set_key(a.key);
+  h.set_tier(*tier);
+  h.set_data_type(*type);
+  h.set_hard_pin(a.pin);
+  progress_line bar{std::filesystem::file_size(a.file)};
+  auto put = c.put_file(h, a.file, 0, UINT64_MAX, [&](uint64_t d) { bar.show(d, a.key); });
+  bar.end();
+  if (!put) return fail(err, put.error());
+  print_info(o, *put, out);
+  return 0;
+}
+
+int obj_get(const online_options& o, const std::string& key, const std::string& file,
+            std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  bool to_stdout = file == "-";
+  auto temp = file + ".weightd-partial";
+  std::ofstream sink_file;
+  if (!to_stdout) {
+    sink_file.open(temp, std::ios::binary | std::ios::trunc);
+    if (!sink_file) return fail(err, {errc::invalid_argument, "cannot write FILE '" + file + "'"});
+  }
+  std::ostream& sink = to_stdout ? std::cout : sink_file;
+  auto got = c.get(o.tenant, key, [&](const std::string& bytes) {
+    sink.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return sink ? status{} : status{errc::internal, "cannot write " + file};
+  });
+  if (!to_stdout) {
+    sink_file.close();
+    if (!got) std::filesystem::remove(temp);
+    else std::filesystem::rename(temp, file);
+  }
+  if (!got) return fail(err, got.error());
+  if (!to_stdout) print_info(o, *got, out);
+  return 0;
+}
+
+int obj_rm(const online_options& o, const std::vector<std::string>& keys, bool force,
+           std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  int rc = 0;
+  for (const auto& key : keys) {
+    v1::RemoveRequest req;
+    req.set_tenant(o.tenant);
+    req.set_key(key);
+    req.set_force(force);
+    auto removed = c.remove_object(req);
+    if (!removed) {
+      rc = fail(err, removed.error());
+      continue;
+    }
+    if (o.json) out << to_json(*removed) << "\n";
+    else out << "removed " << key << "\n";
+  }
+  return rc;
+}
+
+int obj_ls(const online_options& o, const std::string& prefix, std::ostream& out,
+           std::ostream& err) {
+  client c{o.connection};
+  v1::ListObjectsRequest q;
+  q.set_tenant(o.tenant);
+  q.set_prefix(prefix);
+  q.set_limit(1000);
+  do {
+    auto page = c.list_objects(q);
+    if (!page) return fail(err, page.error());
+    for (const auto& i : page->objects()) print_info(o, i, out);
+    q.set_start_after(page->next_start_after());
+  } while (!q.start_after().empty());
+  return 0;
+}
+
+}  // namespace weightd::api

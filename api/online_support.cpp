@@ -1,0 +1,63 @@
+#include "api/online_support.hpp"
+
+#include <google/protobuf/util/json_util.h>
+#include <spdlog/fmt/fmt.h>
+#include <unistd.h>
+
+#include "api/exit_codes.hpp"
+#include "api/format.hpp"
+
+namespace weightd::api {
+
+namespace ev1 = events::v1;
+
+int fail(std::ostream& err, const status& st, const std::string& next) {
+  err << "weightctl: " << st.to_string() << (next.empty() ? "" : "; " + next) << "\n";
+  return exit_code(st.code());
+}
+
+std::string to_json(const google::protobuf::Message& m, bool pretty) {
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  o.add_whitespace = pretty;
+  std::string out;
+  google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
+}
+
+result<events::revision_key> resolve(client& c, const std::string& text, bool ready_only) {
+  auto id = events::parse_canonical_text(text);
+  if (!id) return id.error();
+  if (id->generation) return id;
+  v1::ListRevisionsRequest q;
+  q.set_tenant(id->tenant);
+  q.set_ns(id->ns);
+  q.set_resource(id->resource);
+  if (!ready_only)
+    for (auto s : {ev1::IMPORTING, ev1::READY, ev1::DEGRADED, ev1::DELETING, ev1::DELETED})
+      q.add_states(s);
+  q.set_limit(1000);
+  auto page = c.list_revisions(q);
+  if (!page) return page.error();
+  for (const auto& v : page->revisions())
+    if (v.id().revision() == id->revision)
+      id->generation = std::max(id->generation, v.id().weight_generation());
+  return id;
+}
+
+progress_line::progress_line(uint64_t total_bytes) : total(total_bytes), tty(isatty(2)) {}
+
+void progress_line::show(uint64_t done, const std::string& what) {
+  if (!tty) return;
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+  double eta = rate > 0 ? static_cast<double>(total - done) / rate : 0;
+  fmt::print(stderr, "\r{:>10} / {:<10} {:>10}/s  ETA {:>4.0f}s  {:<40.40}", format_bytes(done),
+             format_bytes(total), format_bytes(static_cast<uint64_t>(rate)), eta, what);
+}
+
+void progress_line::end() {
+  if (tty) fmt::print(stderr, "\n");
+}
+
+}  // namespace weightd::api
