@@ -527,6 +527,14 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
             bool force) -> caf::result<batch_removal> {
           auto& st = self->state;
           if (auto s = check_identity_part("tenant", tenant, "default"); !s.ok()) return to_error(s);
+          // Malformed input refuses the whole batch: nothing is removed.
+          if (keys.size() > kMaxBatchKeys)
+            return to_error({errc::invalid_argument,
+                             "keys has " + std::to_string(keys.size()) + " entries; at most " +
+                                 std::to_string(kMaxBatchKeys) + " per call"});
+          for (size_t i = 0; i < keys.size(); ++i)
+            if (auto s = check_key(("keys[" + std::to_string(i) + "]").c_str(), keys[i]); !s.ok())
+              return to_error(s);
           auto now = now_ms(self);
           auto out = std::make_shared<batch_removal>();
           std::vector<size_t> pending;  // indexes into out->results
@@ -536,8 +544,7 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
             if (!seen.insert(key).second) continue;
             remove_outcome outcome{key, {}};
             const object_record* r = nullptr;
-            if (auto s = check_key("keys[]", key); !s.ok()) outcome.result = s;
-            else if (!(r = st.index.find({tenant, key}))) outcome.result = not_found({tenant, key});
+            if (!(r = st.index.find({tenant, key}))) outcome.result = not_found({tenant, key});
             else if (auto s2 = removable(st, *r, force, now); !s2.ok()) outcome.result = s2;
             else {
               pending.push_back(out->results.size());

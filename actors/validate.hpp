@@ -9,6 +9,7 @@
 namespace weightd::actors {
 
 inline constexpr size_t kMaxKeyBytes = 4096;
+inline constexpr size_t kMaxBatchKeys = 10'000;  // keys of one BatchRemove
 
 /// Tenants and the other identity parts follow one rule (events/identity.hpp).
 using events::check_identity_part;

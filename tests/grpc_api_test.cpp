@@ -267,3 +267,149 @@ TEST_CASE("api: listening beyond loopback is refused until authentication exists
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().message().find("not a loopback address") != std::string::npos);
 }
+
+// Every RPC that takes input: a malformed request gets INVALID_ARGUMENT, the
+// message names the field, and nothing changes (the journal does not grow).
+TEST_CASE_FIXTURE(api_fixture, "api: malformed requests of every RPC get INVALID_ARGUMENT naming the field") {
+  auto journal_seq = [&] {
+    v1::StatusResponse s;
+    grpc::ClientContext ctx;
+    REQUIRE(admin->Status(&ctx, v1::StatusRequest{}, &s).ok());
+    return s.journal_seq();
+  };
+  auto seq_before = journal_seq();
+  struct bad_call {
+    std::string rpc, field;
+    std::function<grpc::Status(grpc::ClientContext*)> call;
+  };
+  auto id_with = [](const std::string& resource) {
+    ev1::RevisionId id;
+    id.set_resource(resource);
+    id.set_revision("main");
+    id.set_weight_generation(1);
+    return id;
+  };
+  std::vector<bad_call> calls;
+  auto weight_call = [&](std::string rpc, std::string field, auto method, auto req, auto resp) {
+    calls.push_back({rpc, field, [this, method, req, resp](grpc::ClientContext* ctx) mutable {
+                       return (weights.get()->*method)(ctx, req, &resp);
+                     }});
+  };
+  auto object_call = [&](std::string rpc, std::string field, auto method, auto req, auto resp) {
+    calls.push_back({rpc, field, [this, method, req, resp](grpc::ClientContext* ctx) mutable {
+                       return (objects.get()->*method)(ctx, req, &resp);
+                     }});
+  };
+  using W = v1::WeightService::Stub;
+  using O = v1::ObjectService::Stub;
+  {
+    v1::BeginImportRequest r;
+    weight_call("BeginImport", "id", &W::BeginImport, r, v1::RevisionView{});
+    *r.mutable_id() = id_with("m");
+    weight_call("BeginImport", "expected_payload_count", &W::BeginImport, r, v1::RevisionView{});
+    *r.mutable_id() = id_with(std::string("bad\x01", 4));
+    r.set_expected_payload_count(1);
+    r.set_expected_logical_bytes(1);
+    weight_call("BeginImport", "resource", &W::BeginImport, r, v1::RevisionView{});
+  }
+  {
+    v1::CommitImportRequest r;
+    *r.mutable_id() = id_with("m");
+    weight_call("CommitImport", "manifest", &W::CommitImport, r, v1::RevisionView{});
+  }
+  {
+    v1::AbortImportRequest r;
+    weight_call("AbortImport", "id", &W::AbortImport, r, v1::AbortImportResponse{});
+  }
+  {
+    v1::GetRevisionRequest r;
+    *r.mutable_id() = id_with("");
+    weight_call("GetRevision", "resource", &W::GetRevision, r, v1::RevisionView{});
+  }
+  {
+    v1::ListRevisionsRequest r;
+    r.set_limit(1001);
+    weight_call("ListRevisions", "limit", &W::ListRevisions, r, v1::ListRevisionsResponse{});
+  }
+  {
+    v1::UpdatePolicyRequest r;
+    *r.mutable_id() = id_with("m");
+    weight_call("UpdatePolicy", "policy", &W::UpdatePolicy, r, v1::RevisionView{});
+  }
+  {
+    v1::RemoveRevisionRequest r;
+    weight_call("RemoveRevision", "id", &W::RemoveRevision, r, v1::RemoveRevisionResponse{});
+  }
+  {
+    v1::AcquireLeaseRequest r;
+    *r.mutable_id() = id_with("m");
+    r.set_holder("reader");
+    weight_call("AcquireLease", "ttl_ms", &W::AcquireLease, r, v1::Lease{});
+    r.set_ttl_ms(1000);
+    r.set_holder("");
+    weight_call("AcquireLease", "holder", &W::AcquireLease, r, v1::Lease{});
+  }
+  {
+    v1::RenewLeaseRequest r;
+    r.set_ttl_ms(1000);
+    weight_call("RenewLease", "lease_id", &W::RenewLease, r, v1::Lease{});
+  }
+  {
+    v1::ReleaseLeaseRequest r;
+    weight_call("ReleaseLease", "lease_id", &W::ReleaseLease, r, v1::ReleaseLeaseResponse{});
+  }
+  {
+    v1::RevokeLeaseRequest r;
+    weight_call("RevokeLease", "lease_id", &W::RevokeLease, r, v1::Lease{});
+  }
+  {
+    v1::ListLeasesRequest r;
+    weight_call("ListLeases", "id", &W::ListLeases, r, v1::ListLeasesResponse{});
+  }
+  {
+    v1::StatRequest r;
+    object_call("Stat", "key", &O::Stat, r, v1::ObjectInfo{});
+  }
+  {
+    v1::RemoveRequest r;
+    object_call("Remove", "key", &O::Remove, r, v1::RemoveResponse{});
+  }
+  {
+    v1::BatchRemoveRequest r;
+    r.add_keys(std::string(5000, 'k'));
+    object_call("BatchRemove", "keys", &O::BatchRemove, r, v1::BatchRemoveResponse{});
+  }
+  {
+    v1::RemoveAllRequest r;
+    r.set_tenant(std::string("t\x02", 2));
+    object_call("RemoveAll", "tenant", &O::RemoveAll, r, v1::RemoveAllResponse{});
+  }
+  {
+    v1::EvictRequest r;
+    r.set_target_ratio(1.5);
+    object_call("Evict", "target_ratio", &O::Evict, r, v1::EvictResponse{});
+  }
+  {
+    v1::ListObjectsRequest r;
+    r.set_limit(5000);
+    object_call("List", "limit", &O::List, r, v1::ListObjectsResponse{});
+  }
+  for (auto& c : calls) {
+    CAPTURE(c.rpc);
+    CAPTURE(c.field);
+    grpc::ClientContext ctx;
+    auto st = c.call(&ctx);
+    CHECK(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(api::from_grpc(ctx, st).code() == errc::invalid_argument);
+    CHECK(st.error_message().find(c.field) != std::string::npos);
+  }
+  // The streaming RPCs: a Put without a key, a Get without a key.
+  v1::PutHeader no_key;
+  auto put_status = put(no_key, "bytes");
+  CHECK(put_status.code() == errc::invalid_argument);
+  CHECK(put_status.message().find("key") != std::string::npos);
+  auto got = get("");
+  CHECK(got.error().code() == errc::invalid_argument);
+  CHECK(got.error().message().find("key") != std::string::npos);
+  CHECK(journal_seq() == seq_before);
+}

@@ -211,14 +211,23 @@ TEST_CASE_FIXTURE(store_fixture, "store: batch remove answers per key") {
   REQUIRE(put("b", "2").ok());
   REQUIRE(get("b").ok());  // leased
   auto r = ask<actors::batch_removal>(store, actors::remove_atom::value, std::string{"default"},
-                                      std::vector<std::string>{"a", "missing", "b", "a", ""}, false);
+                                      std::vector<std::string>{"a", "missing", "b", "a"}, false);
   REQUIRE(r.ok());
-  REQUIRE(r->results.size() == 4);
+  REQUIRE(r->results.size() == 3);
   CHECK(r->results[0].result.ok());
   CHECK(r->results[1].result.code() == errc::not_found);
   CHECK(r->results[2].result.code() == errc::object_has_lease);
-  CHECK(r->results[3].result.code() == errc::invalid_argument);
   CHECK_FALSE(get("a").ok());
+}
+
+TEST_CASE_FIXTURE(store_fixture, "store: a batch remove with a malformed key is refused whole, naming it") {
+  REQUIRE(put("a", "1").ok());
+  auto r = ask<actors::batch_removal>(store, actors::remove_atom::value, std::string{"default"},
+                                      std::vector<std::string>{"a", ""}, false);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code() == errc::invalid_argument);
+  CHECK(r.error().message().find("keys[1]") != std::string::npos);
+  CHECK(get("a").ok());  // nothing was removed
 }
 
 TEST_CASE("store: eviction drops the least recently accessed HOT replicas first") {
