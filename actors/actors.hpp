@@ -39,6 +39,7 @@ using publish_atom = caf::atom_constant<caf::atom("publish")>;
 using copy_atom = caf::atom_constant<caf::atom("copy")>;
 using unlink_atom = caf::atom_constant<caf::atom("unlink")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
+using pump_atom = caf::atom_constant<caf::atom("pump")>;
 
 // ------------------------------------------------------------- messages
 
@@ -410,7 +411,9 @@ using revision_commands = caf::typed_actor<
 using revision_actor = revision_commands::extend<
     // Reconciles: expires leases past their expiry, finishes a drain (or
     // revokes at its deadline), continues an interrupted deletion.
-    caf::reacts_to<caf::tick_atom>>;
+    caf::reacts_to<caf::tick_atom>,
+    // Internal: a multi-step command finished; run what queued meanwhile.
+    caf::reacts_to<pump_atom>>;
 
 /// The registry: routes each command to the one actor of its identity and
 /// serves listings from its index (identity -> view, per-lineage order).

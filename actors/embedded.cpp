@@ -65,6 +65,21 @@ std::future<result<revision_view>> embedded::get_revision(actors::get_revision c
 std::future<result<revision_page>> embedded::list_revisions(actors::list_revisions cmd) {
   return call<revision_page>(node_->registry(), std::move(cmd));
 }
+std::future<result<lease_view>> embedded::acquire_lease(actors::acquire_lease cmd) {
+  return call<lease_view>(node_->registry(), std::move(cmd));
+}
+std::future<result<lease_view>> embedded::renew_lease(actors::renew_lease cmd) {
+  return call<lease_view>(node_->registry(), std::move(cmd));
+}
+std::future<result<lease_view>> embedded::release_lease(actors::release_lease cmd) {
+  return call<lease_view>(node_->registry(), std::move(cmd));
+}
+std::future<result<lease_view>> embedded::revoke_lease(actors::revoke_lease cmd) {
+  return call<lease_view>(node_->registry(), std::move(cmd));
+}
+std::future<result<lease_list>> embedded::list_leases(actors::list_leases cmd) {
+  return call<lease_list>(node_->registry(), std::move(cmd));
+}
 std::future<result<object_info>> embedded::stat_object(std::string tenant, std::string key) {
   return call<object_info>(node_->objects(), stat_atom::value, std::move(tenant), std::move(key));
 }

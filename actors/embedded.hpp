@@ -32,6 +32,11 @@ class embedded {
   std::future<result<revision_view>> get_revision(get_revision cmd);
   std::future<result<revision_page>> list_revisions(list_revisions cmd);
   std::future<result<object_info>> stat_object(std::string tenant, std::string key);
+  std::future<result<lease_view>> acquire_lease(acquire_lease cmd);
+  std::future<result<lease_view>> renew_lease(renew_lease cmd);
+  std::future<result<lease_view>> release_lease(release_lease cmd);
+  std::future<result<lease_view>> revoke_lease(revoke_lease cmd);
+  std::future<result<lease_list>> list_leases(list_leases cmd);
 
   /// Puts `bytes` as one object: reserve, write on the calling thread,
   /// register. Blocks the caller (never an actor) until the object is visible.

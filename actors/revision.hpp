@@ -8,12 +8,20 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <deque>
 #include <optional>
+#include <variant>
 
 #include "actors/actors.hpp"
 #include "actors/revision_decide.hpp"
 
 namespace weightd::actors {
+
+/// What a decision command decided against the scratch fold of its batch.
+struct decided_command {
+  std::vector<events::v1::Envelope> events;  // already applied to the scratch fold
+  std::function<void(const status&)> reply;  // answers the client with the batch's outcome
+};
 
 /// What every revision actor shares.
 struct revision_deps {
@@ -30,8 +38,15 @@ struct revision_deps {
 
 struct revision_state {
   events::revision_key id;
-  events::revision_index local;  // this revision's record and operations: its fold
+  events::revision_index local;  // this revision's record and operations: its durable fold
   revision_deps deps;
+  // Commands in arrival order (revision.cpp, "command queue"): a decision
+  // command, or a multi-step command to run alone.
+  std::deque<std::variant<std::function<decided_command(events::revision_index&,
+                                                        const decide_context&, bool)>,
+                          std::function<void()>>>
+      queue;
+  bool busy = false;  // a batch or a multi-step command is in flight
   static const char* name;
 
   const events::revision_record* record() const { return local.find(id); }

@@ -2,31 +2,17 @@
 // started in a data directory, reachable through ctl(), stopped with SIGTERM.
 #pragma once
 
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <thread>
 
+#include "api/loopback.hpp"
 #include "support.hpp"
 
 namespace weightd::test {
-
-/// A loopback port nobody listens on right now.
-inline int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 struct running_daemon {
   pid_t pid = -1;
@@ -36,8 +22,8 @@ struct running_daemon {
   /// waits until it answers `weightctl status`.
   explicit running_daemon(const std::filesystem::path& dir,
                           const std::string& hot_capacity = "1073741824") {
-    address = "127.0.0.1:" + std::to_string(free_port());
-    auto http = "127.0.0.1:" + std::to_string(free_port());
+    address = "127.0.0.1:" + std::to_string(api::free_loopback_port());
+    auto http = "127.0.0.1:" + std::to_string(api::free_loopback_port());
     pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
