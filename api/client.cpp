@@ -12,6 +12,7 @@ client::client(client_options options) : options_(std::move(options)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
   args.SetMaxSendMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, static_cast<int>(kStreamWindowBytes));
   channel_ = grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
   weights_ = v1::WeightService::NewStub(channel_);
   objects_ = v1::ObjectService::NewStub(channel_);
@@ -97,8 +98,10 @@ result<v1::RemoveResponse> client::remove_object(const v1::RemoveRequest& r) {
 
 namespace {
 /// Streams a put: the header, then `next_chunk` until it yields nothing.
+/// Streams a put; `next_chunk` fills the message's chunk in place (its buffer
+/// is reused from chunk to chunk) and leaves it empty at the end.
 result<v1::ObjectInfo> stream_put(v1::ObjectService::Stub& stub, const v1::PutHeader& header,
-                                  const std::function<result<std::string>()>& next_chunk,
+                                  const std::function<status(std::string&)>& next_chunk,
                                   std::chrono::milliseconds deadline) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + deadline * 60);
@@ -108,15 +111,14 @@ result<v1::ObjectInfo> stream_put(v1::ObjectService::Stub& stub, const v1::PutHe
   *msg.mutable_header() = header;
   status local;
   if (writer->Write(msg)) {
+    std::string* chunk = msg.mutable_chunk();
     for (;;) {
-      auto chunk = next_chunk();
-      if (!chunk) {
-        local = chunk.error();
+      if (auto st = next_chunk(*chunk); !st.ok()) {
+        local = st;
         ctx.TryCancel();
         break;
       }
       if (chunk->empty()) break;
-      msg.set_chunk(std::move(*chunk));
       if (!writer->Write(msg)) break;  // the server ended the call: Finish says why
     }
   }
@@ -129,7 +131,8 @@ result<v1::ObjectInfo> stream_put(v1::ObjectService::Stub& stub, const v1::PutHe
 }  // namespace
 
 result<v1::ObjectInfo> client::put_file(v1::PutHeader header, const std::filesystem::path& file,
-                                        uint64_t offset, uint64_t size, const progress_fn& progress) {
+                                        uint64_t offset, uint64_t size, const progress_fn& progress,
+                                        const bytes_fn& on_bytes) {
   std::error_code ec;
   uint64_t file_size = std::filesystem::file_size(file, ec);
   if (ec) return status{errc::not_found, "cannot read " + file.string() + ": " + ec.message()};
@@ -140,14 +143,15 @@ result<v1::ObjectInfo> client::put_file(v1::PutHeader header, const std::filesys
   uint64_t done = 0;
   return stream_put(
       *objects_, header,
-      [&]() -> result<std::string> {
-        std::string chunk(std::min<uint64_t>(kMaxChunkBytes, size - done), '\0');
-        if (chunk.empty()) return chunk;
+      [&](std::string& chunk) -> status {
+        chunk.resize(std::min<uint64_t>(kMaxChunkBytes, size - done));
+        if (chunk.empty()) return {};
         if (!in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())))
-          return status{errc::internal, "reading " + file.string() + " failed"};
+          return {errc::internal, "reading " + file.string() + " failed"};
         done += chunk.size();
+        if (on_bytes) on_bytes(chunk);
         if (progress) progress(done);
-        return chunk;
+        return {};
       },
       options_.deadline);
 }
@@ -157,10 +161,10 @@ result<v1::ObjectInfo> client::put_bytes(v1::PutHeader header, const std::string
   size_t at = 0;
   return stream_put(
       *objects_, header,
-      [&]() -> result<std::string> {
-        auto chunk = bytes.substr(at, kMaxChunkBytes);
+      [&](std::string& chunk) -> status {
+        chunk.assign(bytes, std::min(at, bytes.size()), kMaxChunkBytes);
         at += chunk.size();
-        return chunk;
+        return {};
       },
       options_.deadline);
 }

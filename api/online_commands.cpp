@@ -10,8 +10,8 @@
 #include "api/format.hpp"
 #include "api/lease_commands.hpp"
 #include "api/online_support.hpp"
+#include "events/digest.hpp"
 #include "events/identity.hpp"
-#include "persistence/tier_store.hpp"
 
 namespace weightd::api {
 
@@ -54,10 +54,7 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
   for (const auto& p : paths) {
     auto* f = manifest.add_files();
     f->set_path(fs::relative(p, dir).string());
-    f->set_size(fs::file_size(p));
-    auto digest = persistence::digest_file(p, true);
-    if (!digest) return fail(err, digest.error());
-    f->set_sha256(digest->sha256);
+    f->set_size(fs::file_size(p));  // its sha256 is computed as it is uploaded
     uint64_t parts = std::max<uint64_t>(1, (f->size() + kPayloadBytes - 1) / kPayloadBytes);
     for (uint64_t i = 0; i < parts; ++i) {
       auto* chunk = f->add_chunks();
@@ -93,8 +90,9 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
   };
   progress_line bar{total};
   uint64_t done_before = 0;
+  events::sha256_stream file_sha256;
   for (int i = 0; i < manifest.files_size(); ++i) {
-    const auto& f = manifest.files(i);
+    auto& f = *manifest.mutable_files(i);
     for (const auto& chunk : f.chunks()) {
       v1::PutHeader h;
       h.set_tenant(id.tenant);
@@ -103,7 +101,8 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
       h.set_data_type(ev1::DATA_TYPE_WEIGHT);
       h.set_affinity_id(f.path());
       auto put = c.put_file(h, fs::path(dir) / f.path(), chunk.offset(), chunk.size(),
-                            [&](uint64_t d) { bar.show(done_before + d, f.path()); });
+                            [&](uint64_t d) { bar.show(done_before + d, f.path()); },
+                            [&](std::string_view bytes) { file_sha256.update(bytes); });
       if (!put) {
         bar.end();
         return abort_with(put.error());
@@ -111,6 +110,7 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
       uploaded.push_back(chunk.key());
       done_before += chunk.size();
     }
+    f.set_sha256(file_sha256.hex());
   }
   bar.end();
   auto manifest_json = to_json(manifest, true);
@@ -180,11 +180,13 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
       return fail(err, {errc::data_loss, "the manifest names an unsafe path '" + f.path() + "'"});
     fs::create_directories(target.parent_path());
     auto temp = target.string() + ".weightd-partial";
+    events::sha256_stream received;  // checked against the manifest when the file is complete
     {
       std::ofstream file(temp, std::ios::binary | std::ios::trunc);
       for (const auto& chunk : f.chunks()) {
         auto r = c.get(id->tenant, chunk.key(), [&](const std::string& bytes) {
           if (auto st = stopped(); !st.ok()) return st;
+          received.update(bytes);
           file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
           done += bytes.size();
           bar.show(done, f.path());
@@ -198,8 +200,7 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
         }
       }
     }
-    auto digest = persistence::digest_file(temp, true);
-    if (!digest || digest->sha256 != f.sha256()) {
+    if (received.hex() != f.sha256()) {
       bar.end();
       fs::remove(temp);
       return fail(err, {errc::data_loss, "'" + f.path() + "' failed its sha256 check"},

@@ -16,6 +16,9 @@
 namespace weightd::api {
 
 inline constexpr size_t kMaxChunkBytes = 4u << 20;
+/// HTTP/2 stream window of both ends: a few chunks in flight keep a
+/// transfer streaming instead of waiting for window updates.
+inline constexpr size_t kStreamWindowBytes = 16u << 20;
 
 class rpc_metrics;
 

@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "api/transfer_buffers.hpp"
 #include "api/exit_codes.hpp"
 #include "api/journal_commands.hpp"
 #include "api/lease_commands.hpp"
@@ -12,6 +13,7 @@
 
 int main(int argc, char** argv) {
   using namespace weightd::api;
+  keep_transfer_buffers();
   CLI::App app{"weightctl — inspect and operate a weightd store"};
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommands

@@ -8,6 +8,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "api/transfer_buffers.hpp"
 #include "actors/errors.hpp"
 #include "actors/node.hpp"
 #include "api/daemon_config.hpp"
@@ -27,6 +28,7 @@ int wait_for_shutdown_signal(sigset_t& signals) {
 
 int main(int argc, char** argv) {
   using namespace weightd;
+  api::keep_transfer_buffers();
   // Block the shutdown signals before any thread starts, so only sigwait sees them.
   sigset_t signals;
   sigemptyset(&signals);

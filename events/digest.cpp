@@ -21,4 +21,25 @@ std::string sha256_hex(std::string_view data) {
   return to_hex(out, len);
 }
 
+struct sha256_stream::context {
+  EVP_MD_CTX* md = EVP_MD_CTX_new();
+};
+
+sha256_stream::sha256_stream() : ctx_(new context) { EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr); }
+
+sha256_stream::~sha256_stream() {
+  EVP_MD_CTX_free(ctx_->md);
+  delete ctx_;
+}
+
+void sha256_stream::update(const void* data, size_t n) { EVP_DigestUpdate(ctx_->md, data, n); }
+
+std::string sha256_stream::hex() {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx_->md, out, &len);
+  EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr);
+  return to_hex(out, len);
+}
+
 }  // namespace weightd::events

@@ -2,7 +2,6 @@
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -49,31 +48,20 @@ status fsync_path(const std::filesystem::path& path, bool directory) {
 
 struct blob_writer::hashing {
   XXH3_state_t xxh;
-  EVP_MD_CTX* sha = nullptr;
-  hashing(bool want_sha256) {
+  std::unique_ptr<events::sha256_stream> sha;
+  explicit hashing(bool want_sha256) {
     XXH3_64bits_reset(&xxh);
-    if (want_sha256) {
-      sha = EVP_MD_CTX_new();
-      EVP_DigestInit_ex(sha, EVP_sha256(), nullptr);
-    }
-  }
-  ~hashing() {
-    if (sha) EVP_MD_CTX_free(sha);
+    if (want_sha256) sha = std::make_unique<events::sha256_stream>();
   }
   void update(const void* data, size_t n) {
     XXH3_64bits_update(&xxh, data, n);
-    if (sha) EVP_DigestUpdate(sha, data, n);
+    if (sha) sha->update(data, n);
   }
   blob_digest digest(uint64_t size) {
     blob_digest d;
     d.size = size;
     d.xxh3 = hex64(XXH3_64bits_digest(&xxh));
-    if (sha) {
-      unsigned char out[EVP_MAX_MD_SIZE];
-      unsigned int len = 0;
-      EVP_DigestFinal_ex(sha, out, &len);
-      d.sha256 = events::to_hex(out, len);
-    }
+    if (sha) d.sha256 = sha->hex();
     return d;
   }
 };

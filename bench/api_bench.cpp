@@ -1,0 +1,174 @@
+// api_bench: the gRPC API over loopback, against the same work done without
+// it, in the same run:
+//   - unary calls/s at 1 and 64 client threads: GetRevision (a read), and a
+//     tiny import (BeginImport + 2 object Puts + CommitImport, 3 fsynced
+//     events); the in-process (embedded API) rate of the same calls is the
+//     baseline, so the ratio is what the RPC layer costs;
+//   - import and export of a 1 GiB model directory (weightctl's own code:
+//     sha256 of every file, 64 MiB payloads, manifest, commit / download
+//     under a lease, verify every sha256) vs `cp -r` / `cat` of the same
+//     files (target >= 0.7x).
+// Prints figures; asserts nothing.
+//
+//   api_bench [--seconds 3] [--clients 1,64] [--model-mib 1024] [--files 4]
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "api/transfer_buffers.hpp"
+#include "api/client.hpp"
+#include "api/online_commands.hpp"
+#include "bench_support.hpp"
+
+using namespace weightd;
+using namespace weightd::bench;
+
+namespace {
+
+double timed(const std::function<void()>& work) {
+  auto start = std::chrono::steady_clock::now();
+  work();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void run_shell(const std::string& command) {
+  if (std::system(command.c_str()) != 0) fail("failed: " + command);
+}
+
+/// A tiny import through the client: Begin, two Puts, Commit.
+void tiny_import_grpc(api::client& c, const events::revision_key& id) {
+  std::string payload(16, 'w'), manifest = "{\"files\":[\"w\"]}";
+  auto group = events::payload_group_id(id);
+  v1::BeginImportRequest begin;
+  *begin.mutable_id() = id.to_proto();
+  begin.set_expected_payload_count(1);
+  begin.set_expected_logical_bytes(payload.size());
+  auto begun = c.begin_import(begin);
+  if (!begun) fail(begun.error().to_string());
+  v1::PutHeader h;
+  h.set_key("weights/" + id.resource + "/w");
+  h.set_group_id(group);
+  h.set_data_type(events::v1::DATA_TYPE_WEIGHT);
+  auto put = c.put_bytes(h, payload);
+  if (!put) fail(put.error().to_string());
+  v1::PutHeader mh = h;
+  mh.set_key(events::manifest_key(id));
+  mh.set_data_type(events::v1::DATA_TYPE_METADATA);
+  auto meta = c.put_bytes(mh, manifest);
+  if (!meta) fail(meta.error().to_string());
+  v1::CommitImportRequest commit;
+  *commit.mutable_id() = id.to_proto();
+  commit.set_expected_metadata_generation(begun->metadata_generation());
+  auto* m = commit.mutable_manifest();
+  m->set_manifest_key(mh.key());
+  m->set_manifest_sha256(meta->sha256());
+  m->set_payload_keys_sha256(events::payload_keys_sha256({h.key()}));
+  m->set_payload_count(1);
+  m->set_logical_bytes(payload.size());
+  commit.add_payload_keys(h.key());
+  if (auto r = c.commit_import(commit); !r) fail(r.error().to_string());
+}
+
+std::vector<std::unique_ptr<api::client>> clients_of(int n, const std::string& address) {
+  std::vector<std::unique_ptr<api::client>> out;
+  for (int i = 0; i < n; ++i) {
+    api::client_options o;
+    o.address = address;
+    out.push_back(std::make_unique<api::client>(o));
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  api::keep_transfer_buffers();
+  CLI::App app{"api_bench: the gRPC API vs the same work in-process / cp / cat"};
+  double seconds = 3;
+  std::vector<int> client_counts{1, 64};
+  uint64_t model_mib = 1024;
+  int files = 4;
+  app.add_option("--seconds", seconds, "Measuring time per unary figure")->capture_default_str();
+  app.add_option("--clients", client_counts, "Client thread counts")->delimiter(',');
+  app.add_option("--model-mib", model_mib, "Size of the model directory")->capture_default_str();
+  app.add_option("--files", files, "Files in the model directory")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  scratch dir{"weightd-api-bench"};
+  served_weightd weightd{dir, (model_mib << 20) * 2 + (256ull << 20)};
+  auto rid = ready_revision(*weightd.store, "read-model");
+
+  std::printf("unary calls over loopback gRPC vs the embedded API, %.0f s per figure\n", seconds);
+  std::printf("%-28s %8s %14s %14s %8s\n", "call", "clients", "in-process/s", "gRPC/s", "ratio");
+  std::atomic<uint64_t> next_revision{0};
+  for (int clients : client_counts) {
+    auto grpc_clients = clients_of(clients, weightd.address);
+    double local = ops_per_second(clients, seconds, [&](int) {
+      if (auto r = weightd.store->get_revision({rid, false}).get(); !r) fail(r.error().to_string());
+    });
+    double remote = ops_per_second(clients, seconds, [&](int c) {
+      v1::GetRevisionRequest get;
+      *get.mutable_id() = rid.to_proto();
+      if (auto r = grpc_clients[c]->get_revision(get); !r) fail(r.error().to_string());
+    });
+    std::printf("%-28s %8d %14.0f %14.0f %7.2fx\n", "GetRevision", clients, local, remote,
+                remote / local);
+    double local_imports = ops_per_second(clients, seconds, [&](int) {
+      ready_revision(*weightd.store, "tiny-" + std::to_string(next_revision++));
+    });
+    double remote_imports = ops_per_second(clients, seconds, [&](int c) {
+      tiny_import_grpc(*grpc_clients[c],
+                       {"default", "default", "tiny-" + std::to_string(next_revision++), "main", 1});
+    });
+    std::printf("%-28s %8d %14.0f %14.0f %7.2fx\n", "tiny import (Begin+2 Put+Commit)", clients,
+                local_imports, remote_imports, remote_imports / local_imports);
+    std::fflush(stdout);
+  }
+
+  // A model directory of `files` files, then the same bytes moved four ways.
+  auto model = dir.data / "model";
+  std::filesystem::create_directories(model);
+  uint64_t file_bytes = (model_mib << 20) / static_cast<uint64_t>(files);
+  {
+    std::string block(1 << 20, '\0');
+    for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>((i * 2654435761u) >> 13);
+    for (int f = 0; f < files; ++f) {
+      std::ofstream out(model / ("model-" + std::to_string(f) + ".safetensors"), std::ios::binary);
+      for (uint64_t at = 0; at < file_bytes; at += block.size()) {
+        block[0] = static_cast<char>(at / block.size() + f);
+        out.write(block.data(), static_cast<std::streamsize>(std::min<uint64_t>(block.size(), file_bytes - at)));
+      }
+    }
+  }
+  auto copy = dir.hot.string() + "-cp";
+  double cp_s = timed([&] { run_shell("cp -r " + model.string() + " " + copy); });
+  double cat_s = timed([&] {
+    std::filesystem::create_directories(dir.data / "cat-out");
+    for (int f = 0; f < files; ++f) {
+      auto name = "model-" + std::to_string(f) + ".safetensors";
+      run_shell("cat " + copy + "/" + name + " > " + (dir.data / "cat-out" / name).string());
+    }
+  });
+  std::filesystem::remove_all(copy);
+
+  api::online_options o;
+  o.connection.address = weightd.address;
+  std::ostringstream out, err;
+  double import_s = timed([&] {
+    if (api::import_dir(o, model.string(), "default/bench-model@main", out, err) != 0)
+      fail("import: " + err.str());
+  });
+  double export_s = timed([&] {
+    if (api::export_dir(o, "default/bench-model@main", (dir.data / "exported").string(), out, err) != 0)
+      fail("export: " + err.str());
+  });
+  double mib = static_cast<double>(file_bytes * files) / (1 << 20);
+  std::printf("\n%.0f MiB model directory, %d files\n", mib, files);
+  std::printf("%-10s %12s %12s %12s %8s\n", "", "weightd MiB/s", "baseline", "MiB/s", "ratio");
+  std::printf("%-10s %12.0f %12s %12.0f %7.2fx\n", "import", mib / import_s, "cp -r", mib / cp_s,
+              cp_s / import_s);
+  std::printf("%-10s %12.0f %12s %12.0f %7.2fx\n", "export", mib / export_s, "cat", mib / cat_s,
+              cat_s / export_s);
+  return 0;
+}
