@@ -131,8 +131,7 @@ result<v1::ObjectInfo> stream_put(v1::ObjectService::Stub& stub, const v1::PutHe
 }  // namespace
 
 result<v1::ObjectInfo> client::put_file(v1::PutHeader header, const std::filesystem::path& file,
-                                        uint64_t offset, uint64_t size, const progress_fn& progress,
-                                        const bytes_fn& on_bytes) {
+                                        uint64_t offset, uint64_t size, const progress_fn& progress) {
   std::error_code ec;
   uint64_t file_size = std::filesystem::file_size(file, ec);
   if (ec) return status{errc::not_found, "cannot read " + file.string() + ": " + ec.message()};
@@ -149,7 +148,6 @@ result<v1::ObjectInfo> client::put_file(v1::PutHeader header, const std::filesys
         if (!in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())))
           return {errc::internal, "reading " + file.string() + " failed"};
         done += chunk.size();
-        if (on_bytes) on_bytes(chunk);
         if (progress) progress(done);
         return {};
       },

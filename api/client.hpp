@@ -24,8 +24,6 @@ struct client_options {
 
 /// Called with bytes done after each chunk of a transfer.
 using progress_fn = std::function<void(uint64_t bytes_done)>;
-/// Sees each chunk's bytes as they are sent (e.g. to hash them on the way).
-using bytes_fn = std::function<void(std::string_view chunk)>;
 
 class client {
  public:
@@ -48,7 +46,7 @@ class client {
   /// Puts `size` bytes of `file` from `offset` (the whole file by default).
   result<v1::ObjectInfo> put_file(v1::PutHeader header, const std::filesystem::path& file,
                                   uint64_t offset = 0, uint64_t size = UINT64_MAX,
-                                  const progress_fn& progress = {}, const bytes_fn& on_bytes = {});
+                                  const progress_fn& progress = {});
   result<v1::ObjectInfo> put_bytes(v1::PutHeader header, const std::string& bytes);
   /// Streams an object into `sink` (called per chunk); returns its info.
   result<v1::ObjectInfo> get(const std::string& tenant, const std::string& key,

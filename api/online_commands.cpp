@@ -6,12 +6,13 @@
 
 #include <chrono>
 #include <fstream>
+#include <future>
 
 #include "api/format.hpp"
 #include "api/lease_commands.hpp"
 #include "api/online_support.hpp"
-#include "events/digest.hpp"
 #include "events/identity.hpp"
+#include "persistence/tier_store.hpp"
 
 namespace weightd::api {
 
@@ -88,11 +89,21 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
                         : "aborting failed too (" + aborted.error().to_string() +
                               "): run `weightctl abort " + events::canonical_text(id) + "`");
   };
+  // The files' sha256 (for the manifest) is computed on a thread of its own
+  // while the bytes upload: hashing costs as much CPU as the transfer itself.
+  auto hashed = std::async(std::launch::async, [&]() -> result<std::vector<std::string>> {
+    std::vector<std::string> digests;
+    for (const auto& f : manifest.files()) {
+      auto digest = persistence::digest_file(fs::path(dir) / f.path(), true);
+      if (!digest) return digest.error();
+      digests.push_back(digest->sha256);
+    }
+    return digests;
+  });
   progress_line bar{total};
   uint64_t done_before = 0;
-  events::sha256_stream file_sha256;
   for (int i = 0; i < manifest.files_size(); ++i) {
-    auto& f = *manifest.mutable_files(i);
+    const auto& f = manifest.files(i);
     for (const auto& chunk : f.chunks()) {
       v1::PutHeader h;
       h.set_tenant(id.tenant);
@@ -101,18 +112,21 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
       h.set_data_type(ev1::DATA_TYPE_WEIGHT);
       h.set_affinity_id(f.path());
       auto put = c.put_file(h, fs::path(dir) / f.path(), chunk.offset(), chunk.size(),
-                            [&](uint64_t d) { bar.show(done_before + d, f.path()); },
-                            [&](std::string_view bytes) { file_sha256.update(bytes); });
+                            [&](uint64_t d) { bar.show(done_before + d, f.path()); });
       if (!put) {
         bar.end();
+        hashed.wait();
         return abort_with(put.error());
       }
       uploaded.push_back(chunk.key());
       done_before += chunk.size();
     }
-    f.set_sha256(file_sha256.hex());
   }
   bar.end();
+  auto digests = hashed.get();
+  if (!digests) return abort_with(digests.error());
+  for (int i = 0; i < manifest.files_size(); ++i)
+    manifest.mutable_files(i)->set_sha256((*digests)[static_cast<size_t>(i)]);
   auto manifest_json = to_json(manifest, true);
   v1::PutHeader mh;
   mh.set_tenant(id.tenant);
@@ -172,21 +186,48 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
                                            " is not a weightctl model manifest"});
   uint64_t total = 0;
   for (const auto& f : manifest.files()) total += f.size();
+  // Each file is downloaded under a temporary name; its sha256 is checked on
+  // a thread of its own while the next file downloads, and only a file that
+  // matches the manifest is renamed into place.
+  struct pending_check {
+    std::string path, temp, target;
+    std::future<bool> matches;
+  };
+  std::vector<pending_check> checks;
+  auto settle = [&]() -> status {  // waits for every check; renames or removes
+    status outcome;
+    for (auto& p : checks) {
+      bool ok = p.matches.get();
+      if (ok && outcome.ok()) fs::rename(p.temp, p.target);
+      else fs::remove(p.temp);
+      if (!ok && outcome.ok())
+        outcome = {errc::data_loss, "'" + p.path + "' failed its sha256 check"};
+    }
+    checks.clear();
+    return outcome;
+  };
+  auto discard = [&] {  // on failure: no file of this export is left behind
+    for (auto& p : checks) {
+      p.matches.wait();
+      fs::remove(p.temp);
+    }
+    checks.clear();
+  };
   progress_line bar{total};
   uint64_t done = 0;
   for (const auto& f : manifest.files()) {
     auto target = fs::path(dir) / f.path();
-    if (f.path().find("..") != std::string::npos || fs::path(f.path()).is_absolute())
+    if (f.path().find("..") != std::string::npos || fs::path(f.path()).is_absolute()) {
+      discard();
       return fail(err, {errc::data_loss, "the manifest names an unsafe path '" + f.path() + "'"});
+    }
     fs::create_directories(target.parent_path());
     auto temp = target.string() + ".weightd-partial";
-    events::sha256_stream received;  // checked against the manifest when the file is complete
     {
       std::ofstream file(temp, std::ios::binary | std::ios::trunc);
       for (const auto& chunk : f.chunks()) {
         auto r = c.get(id->tenant, chunk.key(), [&](const std::string& bytes) {
           if (auto st = stopped(); !st.ok()) return st;
-          received.update(bytes);
           file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
           done += bytes.size();
           bar.show(done, f.path());
@@ -194,20 +235,23 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
         });
         if (!r) {
           bar.end();
+          file.close();
           fs::remove(temp);
+          discard();
           if (interrupted()) return fail(err, r.error()), kExitInterrupted;
           return fail(err, r.error());
         }
       }
     }
-    if (received.hex() != f.sha256()) {
-      bar.end();
-      fs::remove(temp);
-      return fail(err, {errc::data_loss, "'" + f.path() + "' failed its sha256 check"},
-                  "the revision may be damaged; run `weightctl show` and retry");
-    }
-    fs::rename(temp, target);
+    checks.push_back({f.path(), temp, target.string(),
+                      std::async(std::launch::async, [temp, expected = f.sha256()] {
+                        auto digest = persistence::digest_file(temp, true);
+                        return digest && digest->sha256 == expected;
+                      })});
   }
+  bar.end();
+  if (auto st = settle(); !st.ok())
+    return fail(err, st, "the revision may be damaged; run `weightctl show` and retry");
   bar.end();
   if (o.json)
     out << fmt::format("{{\"id\":{},\"files\":{},\"bytes\":{}}}\n",

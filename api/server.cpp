@@ -285,7 +285,7 @@ class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
   void OnDone() override { delete this; }
 
  private:
-  static constexpr size_t kChunkBytes = 1u << 20;
+  static constexpr size_t kChunkBytes = kMaxChunkBytes;
   void finish(const status& st) { Finish(to_grpc(ctx_, st)); }
 
   CallbackServerContext* ctx_;
