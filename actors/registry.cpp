@@ -64,10 +64,13 @@ caf::result<Reply> route(reg_pointer self, Command& cmd) {
 /// Keeps the view of a revision and the lease ids it holds.
 void learn(reg_pointer self, revision_view view) {
   auto& st = self->state;
-  if (auto old = st.views.find(view.record.id); old != st.views.end())
+  bool guard_changes = true;
+  if (auto old = st.views.find(view.record.id); old != st.views.end()) {
     for (const auto& [lease_id, l] : old->second.record.leases) st.lease_owners.erase(lease_id);
+    guard_changes = old->second.record.availability != view.record.availability;
+  }
   for (const auto& [lease_id, l] : view.record.leases) st.lease_owners[lease_id] = view.record.id;
-  update_guard(self, view.record);
+  if (guard_changes) update_guard(self, view.record);  // leases do not concern the guard
   st.views[view.record.id] = std::move(view);
 }
 

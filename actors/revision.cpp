@@ -82,8 +82,9 @@ void pump(rev_pointer self);
 /// meanwhile), applies it, answers every command, and pumps again.
 void persist_batch(rev_pointer self, std::vector<v1::Envelope> events,
                    std::vector<std::function<void(const status&)>> replies) {
+  auto waiting = std::make_shared<decltype(replies)>(std::move(replies));
   auto finish = [=](const status& outcome) {
-    for (const auto& reply : replies) reply(outcome);
+    for (const auto& reply : *waiting) reply(outcome);
     self->state.busy = false;
     pump(self);
   };

@@ -1,7 +1,10 @@
 // lease_bench: durable lease acquire + release pairs per second — weightd
-// in-process (embedded API) and over gRPC, and etcd 3.4's LeaseGrant +
-// LeaseRevoke over its gRPC API with the same number of client threads, all
-// in the same run. Every weightd pair is two journal events, each fsynced
+// in-process (the registry's typed handle) and over gRPC, and etcd 3.4's
+// LeaseGrant + LeaseRevoke over its gRPC API with the same number of clients,
+// all in the same run. N clients = N acquire->release loops in flight at once
+// from one driver (a CAF actor in-process, one completion-queue thread over
+// gRPC, the same for weightd and etcd): it measures the servers, not the cost
+// of N blocked client threads on a 2-core machine. Every weightd pair is two journal events, each fsynced
 // before it is acknowledged; etcd fsyncs its WAL likewise. All clients lease
 // the same revision (many readers of one hot model) — the hard case, since a
 // revision serializes its commands. Prints figures and the ratio to etcd
@@ -13,7 +16,9 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "api/client.hpp"
+#include <future>
+
+#include "api/weightd.grpc.pb.h"
 #include "api/loopback.hpp"
 #include "bench/etcd_lease.grpc.pb.h"
 #include "bench_support.hpp"
@@ -75,6 +80,151 @@ bool etcd_pair(etcdserverpb::Lease::Stub& stub) {
   return stub.LeaseRevoke(&r, revoke, &revoked).ok();
 }
 
+// -------------------------------------------------- asynchronous drivers
+
+/// One client's acquire/grant -> release/revoke loop (a state machine driven
+/// by the completion queue).
+struct pair_client {
+  virtual ~pair_client() = default;
+  virtual void start_first(grpc::CompletionQueue* cq) = 0;   // acquire / grant
+  virtual void start_second(grpc::CompletionQueue* cq) = 0;  // release / revoke
+  std::unique_ptr<grpc::ClientContext> fresh_context() {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return ctx;
+  }
+  std::unique_ptr<grpc::ClientContext> ctx;
+  grpc::Status status;
+  bool second = false;
+};
+
+struct weightd_pair : pair_client {
+  v1::WeightService::Stub* stub;
+  v1::AcquireLeaseRequest acquire;
+  v1::Lease lease;
+  v1::ReleaseLeaseResponse released;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<v1::Lease>> first_call;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<v1::ReleaseLeaseResponse>> second_call;
+  weightd_pair(v1::WeightService::Stub* s, const events::revision_key& rid, const std::string& holder)
+      : stub(s) {
+    *acquire.mutable_id() = rid.to_proto();
+    acquire.set_holder(holder);
+    acquire.set_ttl_ms(60'000);
+  }
+  void start_first(grpc::CompletionQueue* cq) override {
+    ctx = fresh_context();
+    first_call = stub->AsyncAcquireLease(ctx.get(), acquire, cq);
+    first_call->Finish(&lease, &status, this);
+  }
+  void start_second(grpc::CompletionQueue* cq) override {
+    ctx = fresh_context();
+    v1::ReleaseLeaseRequest release;
+    release.set_lease_id(lease.lease_id());
+    second_call = stub->AsyncReleaseLease(ctx.get(), release, cq);
+    second_call->Finish(&released, &status, this);
+  }
+};
+
+struct etcd_pair_client : pair_client {
+  etcdserverpb::Lease::Stub* stub;
+  etcdserverpb::LeaseGrantResponse granted;
+  etcdserverpb::LeaseRevokeResponse revoked;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<etcdserverpb::LeaseGrantResponse>> first_call;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<etcdserverpb::LeaseRevokeResponse>> second_call;
+  explicit etcd_pair_client(etcdserverpb::Lease::Stub* s) : stub(s) {}
+  void start_first(grpc::CompletionQueue* cq) override {
+    ctx = fresh_context();
+    etcdserverpb::LeaseGrantRequest grant;
+    grant.set_ttl(60);
+    first_call = stub->AsyncLeaseGrant(ctx.get(), grant, cq);
+    first_call->Finish(&granted, &status, this);
+  }
+  void start_second(grpc::CompletionQueue* cq) override {
+    ctx = fresh_context();
+    etcdserverpb::LeaseRevokeRequest revoke;
+    revoke.set_id(granted.id());
+    second_call = stub->AsyncLeaseRevoke(ctx.get(), revoke, cq);
+    second_call->Finish(&revoked, &status, this);
+  }
+};
+
+/// In-process: one CAF actor keeps every client's acquire -> release loop in
+/// flight on the registry's typed handle (what a host master embedding
+/// weightd does).
+double in_process_pairs_per_second(caf::actor_system& sys, actors::registry_actor registry,
+                                   const events::revision_key& rid, int clients, double seconds) {
+  struct run_state {
+    uint64_t pairs = 0;
+    int active = 0;
+    std::chrono::steady_clock::time_point start, deadline;
+    std::promise<double> rate;
+  };
+  auto st = std::make_shared<run_state>();
+  auto rate = st->rate.get_future();
+  sys.spawn([=](caf::event_based_actor* self) {
+    const auto timeout = std::chrono::seconds(30);
+    auto loop = std::make_shared<std::function<void(int)>>();
+    *loop = [=](int c) {
+      actors::acquire_lease acquire{rid, 0, "bench-client-" + std::to_string(c), 60'000, "", ""};
+      self->request(registry, timeout, acquire)
+          .then(
+              [=](actors::lease_view& lease) {
+                self->request(registry, timeout, actors::release_lease{lease.lease.id, "", ""})
+                    .then(
+                        [=](actors::lease_view&) {
+                          ++st->pairs;
+                          if (std::chrono::steady_clock::now() < st->deadline) return (*loop)(c);
+                          if (--st->active > 0) return;
+                          double elapsed = std::chrono::duration<double>(
+                                               std::chrono::steady_clock::now() - st->start)
+                                               .count();
+                          st->rate.set_value(static_cast<double>(st->pairs) / elapsed);
+                          *loop = nullptr;  // breaks the self-reference
+                          self->quit();
+                        },
+                        [=](caf::error& err) { fail(actors::to_status(err).to_string()); });
+              },
+              [=](caf::error& err) { fail(actors::to_status(err).to_string()); });
+    };
+    st->start = std::chrono::steady_clock::now();
+    st->deadline = st->start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                   std::chrono::duration<double>(seconds));
+    st->active = clients;
+    for (int c = 0; c < clients; ++c) (*loop)(c);
+  });
+  return rate.get();
+}
+
+/// Pairs per second with every client's loop in flight at once.
+double async_pairs_per_second(std::vector<std::unique_ptr<pair_client>>& clients, double seconds) {
+  grpc::CompletionQueue cq;
+  auto start = std::chrono::steady_clock::now();
+  auto deadline = start + std::chrono::duration<double>(seconds);
+  for (auto& c : clients) c->start_first(&cq);
+  size_t active = clients.size();
+  uint64_t pairs = 0;
+  void* tag = nullptr;
+  bool ok = false;
+  while (active > 0 && cq.Next(&tag, &ok)) {
+    auto* c = static_cast<pair_client*>(tag);
+    if (!ok || !c->status.ok()) fail("a lease call failed: " + c->status.error_message());
+    if (!c->second) {
+      c->second = true;
+      c->start_second(&cq);
+      continue;
+    }
+    c->second = false;
+    ++pairs;
+    if (std::chrono::steady_clock::now() < deadline) c->start_first(&cq);
+    else --active;
+  }
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  return static_cast<double>(pairs) / elapsed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,38 +258,22 @@ int main(int argc, char** argv) {
               "etcd gRPC", "gRPC/etcd", "inproc/etcd");
   for (int clients : client_counts) {
     auto holder = [](int c) { return "bench-client-" + std::to_string(c); };
-    double in_process = ops_per_second(clients, seconds, [&](int c) {
-      auto lease = weightd.store->acquire_lease({rid, 0, holder(c), 60'000, "", ""}).get();
-      if (!lease) fail(lease.error().to_string());
-      if (auto r = weightd.store->release_lease({lease->lease.id, "", ""}).get(); !r)
-        fail(r.error().to_string());
-    });
+    double in_process = in_process_pairs_per_second(
+        weightd.store->system(), weightd.store->handles().registry(), rid, clients, seconds);
 
-    std::vector<std::unique_ptr<api::client>> clients_grpc;
-    for (int c = 0; c < clients; ++c) {
-      api::client_options o;
-      o.address = weightd.address;
-      clients_grpc.push_back(std::make_unique<api::client>(o));
-    }
-    double over_grpc = ops_per_second(clients, seconds, [&](int c) {
-      v1::AcquireLeaseRequest acquire;
-      *acquire.mutable_id() = rid.to_proto();
-      acquire.set_holder(holder(c));
-      acquire.set_ttl_ms(60'000);
-      auto lease = clients_grpc[c]->acquire_lease(acquire);
-      if (!lease) fail(lease.error().to_string());
-      v1::ReleaseLeaseRequest release;
-      release.set_lease_id(lease->lease_id());
-      if (auto r = clients_grpc[c]->release_lease(release); !r) fail(r.error().to_string());
-    });
+    auto weightd_channel = grpc::CreateChannel(weightd.address, grpc::InsecureChannelCredentials());
+    auto weightd_stub = v1::WeightService::NewStub(weightd_channel);
+    std::vector<std::unique_ptr<pair_client>> ours;
+    for (int c = 0; c < clients; ++c)
+      ours.push_back(std::make_unique<weightd_pair>(weightd_stub.get(), rid, holder(c)));
+    double over_grpc = async_pairs_per_second(ours, seconds);
 
     double etcd_rate = 0;
     if (etcd_server) {
-      std::vector<std::unique_ptr<etcdserverpb::Lease::Stub>> stubs;
-      for (int c = 0; c < clients; ++c) stubs.push_back(etcd_stub(etcd_server->address));
-      etcd_rate = ops_per_second(clients, seconds, [&](int c) {
-        if (!etcd_pair(*stubs[c])) fail("etcd failed a lease pair");
-      });
+      auto stub = etcd_stub(etcd_server->address);
+      std::vector<std::unique_ptr<pair_client>> theirs;
+      for (int c = 0; c < clients; ++c) theirs.push_back(std::make_unique<etcd_pair_client>(stub.get()));
+      etcd_rate = async_pairs_per_second(theirs, seconds);
     }
     auto ratio = [&](double x) { return etcd_rate > 0 ? x / etcd_rate : 0.0; };
     std::printf("%8d %14.0f %14.0f %14.0f %11.2fx %11.2fx\n", clients, in_process, over_grpc,
