@@ -4,7 +4,7 @@
 #   scripts/dev.sh daemon [weightd flags]   install deps, build, run weightd
 #   scripts/dev.sh test [ctest args]        install deps, build, run every test
 #   scripts/dev.sh deps | build             just that step
-#   scripts/dev.sh bench                    build and run the benchmarks
+#   scripts/dev.sh bench                    build and run the benchmarks (installs etcd too)
 #
 # Environment: BUILD_DIR (default ./build), BUILD_TYPE (default Release),
 # SANITIZE=1 for an ASan+UBSan build.
@@ -22,10 +22,12 @@ PACKAGES=(
   liblmdb-dev libspdlog-dev doctest-dev libcli11-dev libxxhash-dev libssl-dev
   libcpp-httplib-dev lmdb-utils
 )
+# Only the benchmarks need these: lease_bench compares with etcd 3.4.
+BENCH_PACKAGES=(etcd-server)
 
-deps() {
+deps() {  # [extra packages]
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  for p in "${PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -63,7 +65,7 @@ case "$cmd" in
     exec "$BUILD_DIR/api/weightd" "$@"
     ;;
   bench)
-    deps && build
+    deps "${BENCH_PACKAGES[@]}" && build
     for b in "$BUILD_DIR"/bench/*_bench; do echo "== $b"; "$b" "$@"; done
     ;;
   *)
