@@ -253,6 +253,12 @@ struct revision_page {
   std::string next_page_token;  // "" at the end
 };
 
+/// The registry's counters (metrics).
+struct registry_stats {
+  std::map<std::string, uint64_t> revisions;  // by availability: "READY" -> n
+  uint64_t live_leases = 0;                   // leases in the fold, over every revision
+};
+
 // ---------------------------------------------------------- lease commands
 // SPEC §4 Leases. Renew, release and revoke name only the lease id: the
 // registry knows which revision holds it and routes them there.
@@ -420,8 +426,8 @@ using revision_actor = revision_commands::extend<
 using registry_actor = revision_commands::extend<
     // ListRevisions from the registry's index.
     caf::replies_to<list_revisions>::with<revision_page>,
-    // How many revisions are in each availability ("READY" -> n).
-    caf::replies_to<stats_atom>::with<std::map<std::string, uint64_t>>,
+    // Revisions in each availability, live leases.
+    caf::replies_to<stats_atom>::with<registry_stats>,
     // One reconciler round: ticks (at most 64) revisions with a lease past
     // its expiry, a drain to finish or a deletion to continue. The registry
     // sends it to itself every reconcile interval.
@@ -456,6 +462,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::list_revisions)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::revision_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::removal_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::revision_page)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::registry_stats)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::acquire_lease)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::renew_lease)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::release_lease)

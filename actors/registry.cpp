@@ -223,10 +223,11 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
         },
         [=](list_revisions& q) { return list(self, q); },
         [=](stats_atom) {
-          std::map<std::string, uint64_t> by_state;
+          registry_stats out;
           for (const auto& [id, v] : self->state.views)
-            ++by_state[v1::Availability_Name(v.record.availability)];
-          return by_state;
+            ++out.revisions[v1::Availability_Name(v.record.availability)];
+          out.live_leases = self->state.lease_owners.size();
+          return out;
         },
         [=](acquire_lease& cmd) { return route<lease_view>(self, cmd); },
         [=](renew_lease& cmd) {

@@ -44,6 +44,15 @@ void add_daemon_options(CLI::App& app, daemon_config& c) {
   app.add_option("--snapshot-every", c.snapshot_every,
                  "Events between whole-state snapshots, which bound recovery time (0 = never)")
       ->capture_default_str();
+  app.add_option("--lease-recovery-grace-ms", c.lease_recovery_grace_ms,
+                 "After a restart, every lease live at the crash lasts at least this long, so "
+                 "its holder can renew it")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{86'400'000}))
+      ->capture_default_str();
+  app.add_option("--reconcile-interval-ms", c.reconcile_interval_ms,
+                 "Between reconciler rounds (lease expiry, drains, unfinished deletions)")
+      ->check(CLI::Range(uint64_t{10}, uint64_t{60'000}))
+      ->capture_default_str();
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();

@@ -27,6 +27,8 @@ struct daemon_config {
   std::string verify_on_start = "checksum";
   unsigned io_workers = 4;
   uint64_t snapshot_every = 10'000;
+  uint64_t lease_recovery_grace_ms = 10'000;
+  uint64_t reconcile_interval_ms = 1'000;
   std::string log_level = "info";
   unsigned threads = 0;  // CAF workers; 0 = number of cores
 

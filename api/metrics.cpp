@@ -152,11 +152,13 @@ std::string metrics_server::render() {
     for (const auto& [op, n] : ss->guard_skips)
       out += fmt::format("weightd_guard_skips_total{{op=\"{}\"}} {}\n", op, n);
   }
-  if (auto states = ask<std::map<std::string, uint64_t>>(*sys_, node_->registry(),
-                                                          actors::stats_atom::value)) {
+  if (auto rs = ask<actors::registry_stats>(*sys_, node_->registry(), actors::stats_atom::value)) {
     out += "# HELP weightd_revisions Revisions by availability.\n# TYPE weightd_revisions gauge\n";
-    for (const auto& [state, n] : *states)
+    for (const auto& [state, n] : rs->revisions)
       out += fmt::format("weightd_revisions{{state=\"{}\"}} {}\n", state, n);
+    out += "# HELP weightd_leases Revision leases not yet released, expired or revoked.\n"
+           "# TYPE weightd_leases gauge\n";
+    out += fmt::format("weightd_leases {}\n", rs->live_leases);
   }
   return out;
 }

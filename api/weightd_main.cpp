@@ -63,6 +63,8 @@ int main(int argc, char** argv) {
   node_config.cold = {events::v1::TIER_COLD, config.cold_path(), config.cold_capacity_bytes, true};
   node_config.io_workers = config.io_workers;
   node_config.snapshot_every = config.snapshot_every;
+  node_config.lease_recovery_grace_ms = static_cast<int64_t>(config.lease_recovery_grace_ms);
+  node_config.reconcile_interval = std::chrono::milliseconds(config.reconcile_interval_ms);
   node_config.verify_checksums_on_start = config.verify_on_start == "checksum";
   node_config.version = WEIGHTD_VERSION;
   auto started = actors::node::start(sys, node_config);

@@ -246,6 +246,7 @@ TEST_CASE_FIXTURE(api_fixture, "api: /metrics counts calls by RPC and code, /hea
   CHECK(text.find("weightd_requests_total{rpc=\"Put\",code=\"OK\"} 1") != std::string::npos);
   CHECK(text.find("weightd_tier_used_bytes{tier=\"HOT\"} 5") != std::string::npos);
   CHECK(text.find("weightd_revisions{state=\"IMPORTING\"} 1") != std::string::npos);
+  CHECK(text.find("weightd_leases 0") != std::string::npos);
   CHECK(text.find("weightd_journal_seq ") != std::string::npos);
   auto health = http.Get("/healthz");
   REQUIRE(health);

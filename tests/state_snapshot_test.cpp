@@ -16,6 +16,10 @@ void build_history(lifecycle_fixture& f) {
   REQUIRE(f.begin(f.id("c"), 1, 1).ok());
   REQUIRE(f.abort(f.id("c"), 1).ok());
   REQUIRE(f.put("general/thing", "bytes").ok());
+  auto lease = f.acquire(f.id("a"), "reader", 60'000);  // live leases are state too
+  REQUIRE(lease.ok());
+  REQUIRE(f.acquire(f.id("a"), "released").ok());
+  REQUIRE(f.release(lease->lease.id + 1).ok());
 }
 
 events::store_state full_fold(const persistence::journal_backend& j) {
@@ -32,6 +36,8 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: the state survives encode and de
   auto state = full_fold(*memory);
   CHECK(state.revisions.operations.size() == 1);
   CHECK(state.revisions.revisions.size() == 3);
+  CHECK(state.revisions.revisions.at(id("a")).leases.size() == 1);
+  CHECK(state.revisions.last_lease_id == 2);
   auto decoded = events::decode_state(events::encode_state(state));
   REQUIRE(decoded.ok());
   CHECK(*decoded == state);
