@@ -1,6 +1,6 @@
 #include "actors/lease_decide.hpp"
 
-#include <ctime>
+#include "events/time_text.hpp"
 
 namespace weightd::actors {
 
@@ -11,18 +11,6 @@ using events::revision_record;
 namespace {
 
 std::string lease_name(uint64_t id) { return "lease " + std::to_string(id); }
-
-/// "2026-12-02T13:00:05.250Z": expiries in messages people read.
-std::string utc_text(int64_t ms) {
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[64];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
-  return out;
-}
 
 v1::Envelope lease_event(const revision_record& r, const decide_context& ctx,
                          const std::string& principal, const std::string& request_id) {
@@ -97,7 +85,7 @@ std::string lease_blockers(const revision_record& r, int64_t now_ms) {
   char in[32];
   std::snprintf(in, sizeof in, "%.1f", static_cast<double>(nearest - now_ms) / 1000.0);
   return std::to_string(live.size()) + (live.size() == 1 ? " live lease" : " live leases") +
-         " held by " + holders + "; the nearest expires at " + utc_text(nearest) + " (in " + in +
+         " held by " + holders + "; the nearest expires at " + events::utc_text(nearest) + " (in " + in +
          " s)";
 }
 
@@ -114,7 +102,7 @@ result<decision> decide_acquire(const revision_record* current, const acquire_le
                                        "; leases are granted only on READY revisions"};
   if (current->draining())
     return status{errc::not_ready, name + " is being removed (draining until " +
-                                       utc_text(current->drain_deadline_ms) +
+                                       events::utc_text(current->drain_deadline_ms) +
                                        "); it grants no new lease"};
   if (cmd.expected_generation && cmd.expected_generation != current->metadata_generation)
     return status{errc::stale_generation,
@@ -147,7 +135,7 @@ result<decision> decide_renew(const revision_record& r, const renew_lease& cmd,
   const auto& lease = it->second;
   if (!lease.live_at(ctx.now_ms))
     return status{errc::lease_expired, lease_name(cmd.lease_id) + " expired at " +
-                                           utc_text(lease.expiry_ms) +
+                                           events::utc_text(lease.expiry_ms) +
                                            "; an expired lease cannot be renewed, acquire a new one"};
   auto expiry = std::max(lease.expiry_ms, ctx.now_ms + static_cast<int64_t>(cmd.ttl_ms));
   if (expiry == lease.expiry_ms) return decision{};

@@ -1,4 +1,5 @@
 #include "api/format.hpp"
+#include "events/time_text.hpp"
 
 #include <google/protobuf/util/json_util.h>
 #include <spdlog/fmt/chrono.h>
@@ -9,13 +10,6 @@
 #include "events/event_type.hpp"
 
 namespace weightd::api {
-
-std::string format_time_ms(int64_t ms) {
-  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:03}Z", utc, ms % 1000);
-}
 
 std::string format_bytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
@@ -42,7 +36,7 @@ std::string format_event_line(const events::v1::Envelope& e) {
   if (const auto* field = e.GetReflection()->GetOneofFieldDescriptor(e, oneof))
     google::protobuf::util::MessageToJsonString(e.GetReflection()->GetMessage(e, field),
                                                 &payload, json_options());
-  auto line = fmt::format("#{} {} {}#{} {} {}", e.global_seq(), format_time_ms(e.timestamp_ms()),
+  auto line = fmt::format("#{} {} {}#{} {} {}", e.global_seq(), events::utc_text(e.timestamp_ms()),
                           e.stream(), e.stream_seq(), events::event_type_name(e), payload);
   if (!e.principal().empty()) line += " principal=" + e.principal();
   if (!e.request_id().empty()) line += " request_id=" + e.request_id();

@@ -8,9 +8,6 @@
 
 namespace weightd::api {
 
-/// "2026-12-02T10:34:20.123Z" (UTC, milliseconds).
-std::string format_time_ms(int64_t ms);
-
 /// "1.5 GiB", "512 B".
 std::string format_bytes(uint64_t bytes);
 

@@ -1,4 +1,5 @@
 #include "api/journal_commands.hpp"
+#include "events/time_text.hpp"
 
 #include <spdlog/fmt/fmt.h>
 
@@ -102,8 +103,8 @@ int journal_stats(const journal_location& where, const stats_args& args, std::os
   out << fmt::format("map          {} used of {}\n", format_bytes(stats->used_bytes),
                      format_bytes(stats->map_bytes));
   if (stats->event_count > 0)
-    out << fmt::format("time span    {} .. {}\n", format_time_ms(first_ms),
-                       format_time_ms(last_ms));
+    out << fmt::format("time span    {} .. {}\n", events::utc_text(first_ms),
+                       events::utc_text(last_ms));
   for (const auto& [type, count] : by_type) out << fmt::format("  {:<24}{}\n", type, count);
   return 0;
 }
@@ -163,7 +164,7 @@ std::string state_json(const events::store_state& state) {
 
 void print_state(const events::store_state& s, std::ostream& out) {
   out << fmt::format("state at seq {} ({})\n", s.applied_seq,
-                     s.last_event_ms ? format_time_ms(s.last_event_ms) : "empty journal");
+                     s.last_event_ms ? events::utc_text(s.last_event_ms) : "empty journal");
   out << fmt::format("\nrevisions ({})\n", s.revisions.revisions.size());
   for (const auto& [id, r] : s.revisions.revisions) {
     out << fmt::format("  {:<40} {:<10} {:<16} gen {:<4} policy {}/{}", events::canonical_text(id),
@@ -285,7 +286,7 @@ int revision_history(const journal_location& where, const history_args& args, st
           << ",\"request_id\":" << json_string(e.request_id()) << "}\n";
     } else {
       out << fmt::format("#{:<8} {}  {:<22} gen {:<4} {}{}\n", e.global_seq(),
-                         format_time_ms(e.timestamp_ms()), events::event_type_name(e), generation,
+                         events::utc_text(e.timestamp_ms()), events::event_type_name(e), generation,
                          e.principal().empty() ? "-" : e.principal(),
                          applied.ok() ? "" : "  (" + applied.message() + ")");
     }

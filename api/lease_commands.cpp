@@ -1,4 +1,5 @@
 #include "api/lease_commands.hpp"
+#include "events/time_text.hpp"
 
 #include <spdlog/fmt/fmt.h>
 #include <unistd.h>
@@ -23,7 +24,7 @@ void print_lease(const online_options& o, const v1::Lease& l, std::ostream& out)
   }
   out << fmt::format("lease {} on {} held by {} until {}\n", l.lease_id(),
                      events::canonical_text(events::revision_key::from_proto(l.id())), l.holder(),
-                     format_time_ms(l.expiry_ms()));
+                     events::utc_text(l.expiry_ms()));
 }
 
 }  // namespace
@@ -154,7 +155,7 @@ int lease_list(const online_options& o, const std::string& text, std::ostream& o
   if (list->leases().empty()) out << "no live lease on " << events::canonical_text(*id) << "\n";
   for (const auto& l : list->leases())
     out << fmt::format("{:>8}  {:<40}  until {}\n", l.lease_id(), l.holder(),
-                       format_time_ms(l.expiry_ms()));
+                       events::utc_text(l.expiry_ms()));
   return 0;
 }
 

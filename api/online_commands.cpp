@@ -1,4 +1,5 @@
 #include "api/online_commands.hpp"
+#include "events/time_text.hpp"
 
 #include <google/protobuf/util/json_util.h>
 #include <spdlog/fmt/fmt.h>
@@ -295,39 +296,31 @@ int list_revisions(const online_options& o, const std::string& ns, const std::st
 int show_revision(const online_options& o, const std::string& text, std::ostream& out,
                   std::ostream& err) {
   client c{o.connection};
-  auto id = resolve(c, text, false);
-  if (!id) return fail(err, id.error());
-  v1::GetRevisionRequest get;
-  *get.mutable_id() = id->to_proto();
-  get.set_include_hidden(true);
-  auto view = c.get_revision(get);
-  if (!view) return fail(err, view.error());
-  out << to_json(*view, !o.json) << "\n";
+  auto rev = read_revision(c, text, false);
+  if (!rev) return fail(err, rev.error());
+  out << to_json(rev->view, !o.json) << "\n";
   return 0;
 }
 
 int remove_revision(const online_options& o, const std::string& text, uint64_t drain_timeout_ms,
                     std::ostream& out, std::ostream& err) {
   client c{o.connection};
-  auto id = resolve(c, text, true);
-  if (!id) return fail(err, id.error());
-  v1::GetRevisionRequest get;
-  *get.mutable_id() = id->to_proto();
-  auto view = c.get_revision(get);
-  if (!view) return fail(err, view.error());
+  auto rev = read_revision(c, text, true);
+  if (!rev) return fail(err, rev.error());
+  const auto& id = rev->id;
   v1::RemoveRevisionRequest rm;
-  *rm.mutable_id() = id->to_proto();
-  rm.set_expected_metadata_generation(view->metadata_generation());
+  *rm.mutable_id() = id.to_proto();
+  rm.set_expected_metadata_generation(rev->view.metadata_generation());
   rm.set_drain_timeout_ms(drain_timeout_ms);
   auto removed = c.remove_revision(rm);
   if (!removed) return fail(err, removed.error());
   if (o.json) out << to_json(*removed) << "\n";
   else if (removed->revision().drain_deadline_ms())
     out << fmt::format("removing {}: {} live leases drain first (revoked at {})\n",
-                       events::canonical_text(*id), removed->revision().active_lease_count(),
-                       format_time_ms(removed->revision().drain_deadline_ms()));
+                       events::canonical_text(id), removed->revision().active_lease_count(),
+                       events::utc_text(removed->revision().drain_deadline_ms()));
   else
-    out << fmt::format("removed {}: {} objects, manifest last\n", events::canonical_text(*id),
+    out << fmt::format("removed {}: {} objects, manifest last\n", events::canonical_text(id),
                        removed->removed_keys_size());
   return 0;
 }
@@ -335,13 +328,9 @@ int remove_revision(const online_options& o, const std::string& text, uint64_t d
 int update_policy(const online_options& o, const std::string& text, const policy_args& a,
                   std::ostream& out, std::ostream& err) {
   client c{o.connection};
-  auto id = resolve(c, text, true);
-  if (!id) return fail(err, id.error());
-  v1::GetRevisionRequest get;
-  *get.mutable_id() = id->to_proto();
-  auto view = c.get_revision(get);
-  if (!view) return fail(err, view.error());
-  auto policy = view->policy();
+  auto rev = read_revision(c, text, true);
+  if (!rev) return fail(err, rev.error());
+  auto policy = rev->view.policy();
   auto pick = [](const std::string& text, const std::string& prefix,
                  const google::protobuf::EnumDescriptor* d) -> int {
     std::string upper;
@@ -362,15 +351,15 @@ int update_policy(const online_options& o, const std::string& text, const policy
   }
   if (a.mixed_hot_ratio != 0) policy.set_mixed_hot_ratio(a.mixed_hot_ratio);
   v1::UpdatePolicyRequest req;
-  *req.mutable_id() = id->to_proto();
-  req.set_expected_metadata_generation(view->metadata_generation());
+  *req.mutable_id() = rev->id.to_proto();
+  req.set_expected_metadata_generation(rev->view.metadata_generation());
   *req.mutable_policy() = policy;
   auto updated = c.update_policy(req);
   if (!updated) return fail(err, updated.error(), "re-read it with `weightctl show` and retry");
   if (o.json) out << to_json(*updated) << "\n";
   else
     out << fmt::format("{}: policy {} {} (mixed ratio {}), generation {}\n",
-                       events::canonical_text(*id),
+                       events::canonical_text(rev->id),
                        short_enum_name(updated->policy().preferred_residency(), ev1::Residency_descriptor()),
                        short_enum_name(updated->policy().migration_mode(), ev1::MigrationMode_descriptor()),
                        updated->policy().mixed_hot_ratio(), updated->metadata_generation());
@@ -380,16 +369,11 @@ int update_policy(const online_options& o, const std::string& text, const policy
 int abort_import(const online_options& o, const std::string& text,
                  const std::vector<std::string>& keys, std::ostream& out, std::ostream& err) {
   client c{o.connection};
-  auto id = resolve(c, text, false);
-  if (!id) return fail(err, id.error());
-  v1::GetRevisionRequest get;
-  *get.mutable_id() = id->to_proto();
-  get.set_include_hidden(true);
-  auto view = c.get_revision(get);
-  if (!view) return fail(err, view.error());
+  auto rev = read_revision(c, text, false);
+  if (!rev) return fail(err, rev.error());
   v1::AbortImportRequest req;
-  *req.mutable_id() = id->to_proto();
-  req.set_expected_metadata_generation(view->metadata_generation());
+  *req.mutable_id() = rev->id.to_proto();
+  req.set_expected_metadata_generation(rev->view.metadata_generation());
   for (const auto& k : keys) req.add_keys_to_remove(k);
   auto aborted = c.abort_import(req);
   if (!aborted) return fail(err, aborted.error());
@@ -397,7 +381,7 @@ int abort_import(const online_options& o, const std::string& text,
     out << to_json(*aborted) << "\n";
     return 0;
   }
-  out << fmt::format("aborted {}: {} objects removed ({})\n", events::canonical_text(*id),
+  out << fmt::format("aborted {}: {} objects removed ({})\n", events::canonical_text(rev->id),
                      aborted->removed_keys_size(),
                      ev1::Availability_Name(aborted->revision().availability()));
   for (const auto& r : aborted->refused_keys())

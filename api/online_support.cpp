@@ -45,6 +45,17 @@ result<events::revision_key> resolve(client& c, const std::string& text, bool re
   return id;
 }
 
+result<current_revision> read_revision(client& c, const std::string& text, bool ready_only) {
+  auto id = resolve(c, text, ready_only);
+  if (!id) return id.error();
+  v1::GetRevisionRequest get;
+  *get.mutable_id() = id->to_proto();
+  get.set_include_hidden(!ready_only);
+  auto view = c.get_revision(get);
+  if (!view) return view.error();
+  return current_revision{*id, *view};
+}
+
 progress_line::progress_line(uint64_t total_bytes) : total(total_bytes), tty(isatty(2)) {}
 
 void progress_line::show(uint64_t done, const std::string& what) {

@@ -24,6 +24,15 @@ std::string to_json(const google::protobuf::Message& m, bool pretty = false);
 /// READY/DEGRADED revisions (every state unless ready_only); 0 if none.
 result<events::revision_key> resolve(client& c, const std::string& text, bool ready_only);
 
+/// A revision as the daemon has it now: its id resolved, its current view
+/// (the generation a mutation must name).
+struct current_revision {
+  events::revision_key id;
+  v1::RevisionView view;
+};
+/// resolve() + GetRevision; hidden states too unless ready_only.
+result<current_revision> read_revision(client& c, const std::string& text, bool ready_only);
+
 /// Progress on stderr when it is a terminal: bytes, rate, ETA.
 struct progress_line {
   uint64_t total;

@@ -12,16 +12,6 @@ using namespace weightd::test;
 
 namespace {
 
-void write_file(const std::filesystem::path& p, const std::string& bytes) {
-  std::filesystem::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << bytes;
-}
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
 bool has(const std::string& text, const std::string& what) {
   return text.find(what) != std::string::npos;
 }
@@ -44,7 +34,7 @@ TEST_CASE("cli obj: put, get byte-identical, ls, rm, and a managed member is MAN
 
   auto got = d.ctl("obj get cache/blob " + (dir.path() / "copy.bin").string());
   REQUIRE_MESSAGE(got.exit_code == 0, got.output);
-  CHECK(slurp(dir.path() / "copy.bin") == slurp(dir.path() / "blob.bin"));
+  CHECK(read_file(dir.path() / "copy.bin") == read_file(dir.path() / "blob.bin"));
   CHECK(d.ctl("obj get missing " + (dir.path() / "nothing.bin").string()).exit_code == 3);
   CHECK_FALSE(std::filesystem::exists(dir.path() / "nothing.bin"));
 

@@ -14,11 +14,6 @@ using namespace weightd::test;
 
 namespace {
 
-void write_file(const std::filesystem::path& p, const std::string& bytes) {
-  std::filesystem::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << bytes;
-}
-
 /// The number in "lease 7 on ..." (weightctl lease acquire's output).
 uint64_t lease_id_in(const std::string& output) {
   return std::stoull(output.substr(output.find("lease ") + 6));

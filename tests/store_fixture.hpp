@@ -128,12 +128,6 @@ struct store_fixture : actor_fixture {
   }
 };
 
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 
 }  // namespace weightd::test

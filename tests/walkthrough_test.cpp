@@ -11,20 +11,6 @@
 
 using namespace weightd::test;
 
-namespace {
-
-void write_file(const std::filesystem::path& p, const std::string& bytes) {
-  std::filesystem::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << bytes;
-}
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-}  // namespace
-
 TEST_CASE("walkthrough: import, ls, export byte-identical, rm, verify") {
   temp_dir dir;
   auto model = dir.path() / "model";
