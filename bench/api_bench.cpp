@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   auto rid = ready_revision(*weightd.store, "read-model");
 
   std::printf("unary calls over loopback gRPC vs the embedded API, %.0f s per figure\n", seconds);
-  std::printf("%-28s %8s %14s %14s %8s\n", "call", "clients", "in-process/s", "gRPC/s", "ratio");
+  std::printf("%-34s %8s %14s %14s %8s\n", "call", "clients", "in-process/s", "gRPC/s", "ratio");
   std::atomic<uint64_t> next_revision{0};
   for (int clients : client_counts) {
     auto grpc_clients = clients_of(clients, weightd.address);
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
       *get.mutable_id() = rid.to_proto();
       if (auto r = grpc_clients[c]->get_revision(get); !r) fail(r.error().to_string());
     });
-    std::printf("%-28s %8d %14.0f %14.0f %7.2fx\n", "GetRevision", clients, local, remote,
+    std::printf("%-34s %8d %14.0f %14.0f %7.2fx\n", "GetRevision", clients, local, remote,
                 remote / local);
     double local_imports = ops_per_second(clients, seconds, [&](int) {
       ready_revision(*weightd.store, "tiny-" + std::to_string(next_revision++));
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
       tiny_import_grpc(*grpc_clients[c],
                        {"default", "default", "tiny-" + std::to_string(next_revision++), "main", 1});
     });
-    std::printf("%-28s %8d %14.0f %14.0f %7.2fx\n", "tiny import (Begin+2 Put+Commit)", clients,
+    std::printf("%-34s %8d %14.0f %14.0f %7.2fx\n", "tiny import (Begin+2 Put+Commit)", clients,
                 local_imports, remote_imports, remote_imports / local_imports);
     std::fflush(stdout);
   }
