@@ -95,12 +95,16 @@ TEST_CASE("store: concurrent puts into a small tier never exceed its capacity") 
                         << worst.load() << " of " << capacity << " bytes over " << polls.load()
                         << " polls");
   node.stop();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let I/O workers finish unlinks
+  started->reset();
+  // An evicted replica's file is unlinked by an I/O worker after its event is
+  // durable; a stop can come first and leave the file behind. The next start
+  // removes such orphans: from then on the files are exactly the fold.
+  auto again = actors::node::start(sys, c);
+  REQUIRE_MESSAGE(again.ok(), again.error().to_string());
   uint64_t on_disk = 0;
   for (auto& f : std::filesystem::recursive_directory_iterator(dir.path() / "hot" / "objects"))
     if (f.is_regular_file()) on_disk += f.file_size();
   CHECK(on_disk <= capacity);
-  auto folded = persistence::fold_journal(*node.backend());
-  REQUIRE(folded.ok());
-  CHECK(folded->objects.hot_bytes == on_disk);
+  CHECK((*again)->recovered().objects.hot_bytes == on_disk);
+  (*again)->stop();
 }
