@@ -11,7 +11,7 @@ using namespace weightd;
 using namespace weightd::test;
 namespace v1 = events::v1;
 
-TEST_CASE("embedded: a host imports, commits, lists and removes a revision through futures") {
+TEST_CASE("embedded: a host imports, commits, lists, leases and removes a revision through futures") {
   temp_dir dir;
   actors::node_config config;
   config.journal.dir = dir.path() / "journal";
@@ -19,6 +19,7 @@ TEST_CASE("embedded: a host imports, commits, lists and removes a revision throu
   config.cold = {v1::TIER_COLD, dir.path() / "cold", 0, true};
   events::revision_key rid{"default", "default", "tiny", "main", 1};
   auto group = events::payload_group_id(rid);
+  uint64_t held = 0;  // a lease taken before the restart
   {
     auto store = actors::embedded::start(config, 2);
     REQUIRE_MESSAGE(store.ok(), store.error().to_string());
@@ -45,6 +46,9 @@ TEST_CASE("embedded: a host imports, commits, lists and removes a revision throu
     REQUIRE(listed.ok());
     CHECK(listed->revisions.size() == 1);
     CHECK(s.stat_object("default", payload.key).get()->managed_by == "default/tiny@main#1");
+    auto lease = s.acquire_lease({rid, 0, "host-reader", 600'000, "host", ""}).get();
+    REQUIRE_MESSAGE(lease.ok(), lease.error().to_string());
+    held = lease->lease.id;
   }
   {
     auto again = actors::embedded::start(config, 2);
@@ -53,6 +57,14 @@ TEST_CASE("embedded: a host imports, commits, lists and removes a revision throu
     auto view = s.get_revision({rid, false}).get();
     REQUIRE(view.ok());
     CHECK(view->record.metadata_generation == 2);
+    auto leases = s.list_leases({rid}).get();  // the lease outlived the restart
+    REQUIRE(leases.ok());
+    REQUIRE(leases->leases.size() == 1);
+    CHECK(leases->leases[0].lease.holder == "host-reader");
+    CHECK(s.remove_revision({rid, 2, 0, "host", ""}).get().error().code() == errc::busy);
+    CHECK(s.renew_lease({held, 900'000, "host", ""}).get().ok());
+    CHECK(s.revoke_lease({held, "host is done", "host", ""}).get().ok());
+    CHECK(s.release_lease({held, "host", ""}).get().ok());  // already ended: still fine
     auto removed = s.remove_revision({rid, 2, 0, "host", "req-3"}).get();
     REQUIRE(removed.ok());
     CHECK(removed->removed_keys.size() == 2);
