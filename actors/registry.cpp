@@ -205,9 +205,11 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
       for (const auto& [lease_id, l] : record.leases) st.lease_owners[lease_id] = id;
       update_guard(self, record);
       st.dormant[id] = std::move(part);
-      if (record.availability != v1::DELETED) actor_for(self, id);  // DELETING ones resume
+      if (record.availability != v1::DELETED) actor_for(self, id);
     }
-    self->delayed_send(self, st.deps.reconcile_interval, caf::tick_atom::value);
+    // The first round runs at once: it resumes what a crash interrupted
+    // (deletions, drains) and expires leases that lapsed meanwhile.
+    self->send(self, caf::tick_atom::value);
     return {
         [=](begin_import& cmd) { return route<revision_view>(self, cmd); },
         [=](commit_import& cmd) { return route<revision_view>(self, cmd); },

@@ -72,10 +72,6 @@ void persist(rev_pointer self, std::vector<v1::Envelope> events, std::function<v
 // all its steps use .await, no other message is taken until its last step —
 // its final pump message is processed only then.
 
-using decision_command =
-    std::function<decided_command(events::revision_index& scratch, const decide_context& ctx,
-                                  bool after_pending)>;
-
 void pump(rev_pointer self);
 
 /// Persists a batch of decided commands with .then (more commands queue
@@ -100,7 +96,7 @@ void pump(rev_pointer self) {
   constexpr size_t kMaxBatchEvents = 4096;
   auto& st = self->state;
   while (!st.busy && !st.queue.empty()) {
-    if (auto* multi = std::get_if<std::function<void()>>(&st.queue.front())) {
+    if (auto* multi = std::get_if<multi_step_command>(&st.queue.front())) {
       auto run = std::move(*multi);
       st.queue.pop_front();
       st.busy = true;
@@ -163,7 +159,7 @@ void enqueue_decision(
 }
 
 /// Queues a multi-step command (see the command queue).
-void enqueue_multi_step(rev_pointer self, std::function<void()> run) {
+void enqueue_multi_step(rev_pointer self, multi_step_command run) {
   self->state.queue.emplace_back(std::move(run));
   pump(self);
 }
@@ -324,8 +320,6 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
   self->state.id = id;
   self->state.local = std::move(initial);
   self->state.deps = std::move(deps);
-  if (const auto* r = self->state.record(); r && r->availability == v1::DELETING)
-    self->send(self, caf::tick_atom::value);  // a crash interrupted the deletion
   auto view_reply = [id](const events::revision_index& fold) { return view_of(*fold.find(id), fold); };
   return {
       // ------------------------------------------------- decision commands

@@ -23,6 +23,14 @@ struct decided_command {
   std::function<void(const status&)> reply;  // answers the client with the batch's outcome
 };
 
+/// A queued decision command: decides against the scratch fold of its batch
+/// (after_pending: earlier commands of the batch already added events).
+using decision_command = std::function<decided_command(
+    events::revision_index& scratch, const decide_context& ctx, bool after_pending)>;
+
+/// A queued multi-step command: runs alone, every step with .await.
+using multi_step_command = std::function<void()>;
+
 /// What every revision actor shares.
 struct revision_deps {
   journal_actor journal;
@@ -42,10 +50,7 @@ struct revision_state {
   revision_deps deps;
   // Commands in arrival order (revision.cpp, "command queue"): a decision
   // command, or a multi-step command to run alone.
-  std::deque<std::variant<std::function<decided_command(events::revision_index&,
-                                                        const decide_context&, bool)>,
-                          std::function<void()>>>
-      queue;
+  std::deque<std::variant<decision_command, multi_step_command>> queue;
   bool busy = false;  // a batch or a multi-step command is in flight
   static const char* name;
 
