@@ -48,16 +48,7 @@ status apply_object_put(object_index& s, const v1::Envelope& e) {
   if (s.objects.count(ref)) return refuse(e, "object already exists");
   if (p.tier() != v1::TIER_HOT && p.tier() != v1::TIER_COLD)
     return refuse(e, "put without a tier");
-  object_record o;
-  o.ref = ref;
-  o.data_type = p.data_type();
-  o.group_id = p.group_id();
-  o.affinity_id = p.affinity_id();
-  o.size = p.size();
-  o.checksum_algorithm = p.checksum_algorithm();
-  o.checksum = p.checksum();
-  o.sha256 = p.sha256();
-  o.hard_pin = p.hard_pin();
+  auto o = object_record::metadata_of(p);
   o.created_at_ms = e.timestamp_ms();
   auto& stored = s.objects.emplace(ref, std::move(o)).first->second;
   set_replica(s, stored, p.tier(), true);

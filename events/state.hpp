@@ -46,6 +46,23 @@ struct object_record {
 
   bool readable() const { return hot || cold; }
   friend bool operator==(const object_record& a, const object_record& b);
+
+  /// The metadata an ObjectPut event and an ObjectState snapshot entry both
+  /// carry (same field names); time and replicas come from each's own fields.
+  template <class Proto>
+  static object_record metadata_of(const Proto& p) {
+    object_record o;
+    o.ref = {p.tenant(), p.key()};
+    o.data_type = p.data_type();
+    o.group_id = p.group_id();
+    o.affinity_id = p.affinity_id();
+    o.size = p.size();
+    o.checksum_algorithm = p.checksum_algorithm();
+    o.checksum = p.checksum();
+    o.sha256 = p.sha256();
+    o.hard_pin = p.hard_pin();
+    return o;
+  }
 };
 
 /// A payload group's address: (tenant, group_id).

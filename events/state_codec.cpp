@@ -90,16 +90,7 @@ result<store_state> decode_state(std::string_view bytes) {
   s.writers_started = in.writers_started();
   s.last_event_ms = in.last_event_ms();
   for (const auto& p : in.objects()) {
-    object_record o;
-    o.ref = {p.tenant(), p.key()};
-    o.data_type = p.data_type();
-    o.group_id = p.group_id();
-    o.affinity_id = p.affinity_id();
-    o.size = p.size();
-    o.checksum_algorithm = p.checksum_algorithm();
-    o.checksum = p.checksum();
-    o.sha256 = p.sha256();
-    o.hard_pin = p.hard_pin();
+    auto o = object_record::metadata_of(p);
     o.created_at_ms = p.created_at_ms();
     o.hot = p.hot();
     o.cold = p.cold();
