@@ -412,8 +412,8 @@ using revision_commands = caf::typed_actor<
     caf::replies_to<list_leases>::with<lease_list>>;
 
 /// One revision: decides its commands against its record, persists the
-/// events with request(journal).await, applies them, replies. Its mailbox
-/// serializes its commands.
+/// events, applies them, replies — one command after another (decisions
+/// that queue behind a write go to the journal together in the next one).
 using revision_actor = revision_commands::extend<
     // Reconciles: expires leases past their expiry, finishes a drain (or
     // revokes at its deadline), continues an interrupted deletion.

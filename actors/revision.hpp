@@ -1,8 +1,9 @@
 // The revision actor: one weight revision as an event-sourced entity.
-// Each command: decide (revision_decide.hpp) -> persist the events with
-// request(journal).await -> evolve_revisions -> reply. While it awaits, later
-// commands wait in its mailbox: one revision's commands are serialized
-// without a lock, so e.g. two racing mutations never both pass the fence.
+// Each command: decide (revision_decide.hpp, lease_decide.hpp) -> persist the
+// events -> evolve_revisions -> reply. Commands run one after another from a
+// queue (revision.cpp, "command queue"): one revision's commands are
+// serialized without a lock, so e.g. two racing mutations never both pass the
+// fence; decisions queued behind an in-flight write share the next one.
 #pragma once
 
 #include <atomic>
