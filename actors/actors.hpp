@@ -39,7 +39,6 @@ using publish_atom = caf::atom_constant<caf::atom("publish")>;
 using copy_atom = caf::atom_constant<caf::atom("copy")>;
 using unlink_atom = caf::atom_constant<caf::atom("unlink")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
-using pump_atom = caf::atom_constant<caf::atom("pump")>;
 
 // ------------------------------------------------------------- messages
 
@@ -152,6 +151,9 @@ struct object_page {
 struct managed_group {
   std::string owner;       // canonical revision id, for messages
   bool importing = false;  // generic removal of members is allowed while importing
+  /// The owner's preferred residency: while it imports, a member put without
+  /// a tier lands in COLD when this is COLD (SPEC §2 Spill).
+  events::v1::Residency preferred = events::v1::RESIDENCY_HOT;
 };
 
 struct tier_usage {
@@ -168,6 +170,10 @@ struct store_stats {
   uint64_t evicted_objects = 0;
   uint64_t evicted_bytes = 0;
   uint64_t reclaimed_puts = 0;
+  uint64_t spills = 0;                   // puts of importing members written to COLD (SPEC §2)
+  uint64_t hot_allocation_failures = 0;  // HOT reservations refused even after eviction
+  uint64_t copied_to_hot_bytes = 0;      // replica copies (migrations, repairs) into HOT
+  uint64_t copied_to_cold_bytes = 0;     // ... and into COLD
 };
 
 // ------------------------------------------------------- revision commands
@@ -234,6 +240,7 @@ struct revision_view {
   uint32_t active_lease_count = 0;
   int64_t nearest_lease_expiry_ms = 0;
   std::optional<events::operation_record> operation;  // the active one
+  int64_t last_operation_end_ms = 0;  // when its last operation ended (the AUTO cooldown)
 };
 
 struct refused_key {
@@ -256,7 +263,58 @@ struct revision_page {
 /// The registry's counters (metrics).
 struct registry_stats {
   std::map<std::string, uint64_t> revisions;  // by availability: "READY" -> n
+  std::map<std::string, uint64_t> residency;  // of READY/DEGRADED revisions: "HOT" -> n
+  std::map<std::string, uint64_t> operations; // by state: "RUNNING" -> n
+  int64_t oldest_running_operation_ms = 0;    // started_at of the oldest RUNNING one (0 = none)
   uint64_t live_leases = 0;                   // leases in the fold, over every revision
+};
+
+// ------------------------------------------------------ residency commands
+// SPEC §4 Migrate, GetOperation, CancelOperation, Reconciler.
+
+struct migrate_revision {
+  events::revision_key id;
+  uint64_t expected_generation = 0;
+  events::v1::Residency target = events::v1::RESIDENCY_UNKNOWN;  // HOT, COLD or MIXED
+  double mixed_hot_ratio = 0;  // MIXED: 0 = the policy's ratio
+  std::string principal, request_id;
+};
+
+struct get_operation {
+  uint64_t operation_id = 0;
+};
+
+struct cancel_operation {
+  uint64_t operation_id = 0;
+  std::string principal, request_id;
+};
+
+/// The reconciler's decision for one revision, taken by the revision itself
+/// after it re-checked the rule against its current record.
+struct auto_migrate {
+  events::revision_key id;
+  events::v1::Residency target = events::v1::RESIDENCY_UNKNOWN;
+  double mixed_hot_ratio = 0;
+  std::string reason;  // recorded in the OperationStarted event
+};
+
+struct reconcile_request {
+  bool dry_run = false;  // report the next round's decisions without taking them
+};
+
+/// One decision of a reconciler round and why (which rule, which numbers).
+struct reconcile_decision {
+  events::revision_key id;
+  std::string action;  // expire_leases, finish_drain, continue_deletion, run_operation,
+                       // abort_abandoned, demote, promote, converge
+  events::v1::Residency target = events::v1::RESIDENCY_UNKNOWN;
+  std::string reason;
+};
+
+struct reconcile_report {
+  std::vector<reconcile_decision> decisions;
+  bool pressure = false, relief = false;
+  uint64_t hot_used_bytes = 0, hot_capacity_bytes = 0;
 };
 
 // ---------------------------------------------------------- lease commands
@@ -409,17 +467,26 @@ using revision_commands = caf::typed_actor<
     // RevokeLease (admin): ends a live lease now.
     caf::replies_to<revoke_lease>::with<lease_view>,
     // ListLeases: the revision's live leases.
-    caf::replies_to<list_leases>::with<lease_list>>;
+    caf::replies_to<list_leases>::with<lease_list>,
+    // Migrate: starts (or returns) the operation moving the revision to a target.
+    caf::replies_to<migrate_revision>::with<events::operation_record>,
+    // GetOperation: an operation of the revision, terminal ones too.
+    caf::replies_to<get_operation>::with<events::operation_record>,
+    // CancelOperation: ends the running operation at the unit boundary (CANCELLED).
+    caf::replies_to<cancel_operation>::with<events::operation_record>,
+    // The reconciler's move (pressure, relief): started only if the rule
+    // still holds against the revision's current record; replies with the
+    // revision's newest operation either way.
+    caf::replies_to<auto_migrate>::with<events::operation_record>>;
 
 /// One revision: decides its commands against its record, persists the
 /// events, applies them, replies — one command after another (decisions
 /// that queue behind a write go to the journal together in the next one).
 using revision_actor = revision_commands::extend<
     // Reconciles: expires leases past their expiry, finishes a drain (or
-    // revokes at its deadline), continues an interrupted deletion.
-    caf::reacts_to<caf::tick_atom>,
-    // Internal: a multi-step command finished; run what queued meanwhile.
-    caf::reacts_to<pump_atom>>;
+    // revokes at its deadline), continues an interrupted deletion, runs the
+    // next round of its active operation.
+    caf::reacts_to<caf::tick_atom>>;
 
 /// The registry: routes each command to the one actor of its identity and
 /// serves listings from its index (identity -> view, per-lineage order).
@@ -428,9 +495,11 @@ using registry_actor = revision_commands::extend<
     caf::replies_to<list_revisions>::with<revision_page>,
     // Revisions in each availability, live leases.
     caf::replies_to<stats_atom>::with<registry_stats>,
-    // One reconciler round: ticks (at most 64) revisions with a lease past
-    // its expiry, a drain to finish or a deletion to continue. The registry
-    // sends it to itself every reconcile interval.
+    // Reconcile: runs a round now, or with dry_run reports its decisions
+    // (each with its reason) without taking them.
+    caf::replies_to<reconcile_request>::with<reconcile_report>,
+    // One reconciler round (reconciler.hpp). The registry sends it to itself
+    // every reconcile interval.
     caf::reacts_to<caf::tick_atom>>::extend_with<revision_listener>;
 
 }  // namespace weightd::actors
@@ -470,4 +539,11 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::revoke_lease)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::list_leases)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::lease_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::lease_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::migrate_revision)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::get_operation)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::cancel_operation)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::auto_migrate)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::reconcile_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::reconcile_report)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::events::operation_record)
 CAF_ERROR_CODE_ENUM(weightd::errc, "weightd")

@@ -122,6 +122,19 @@ result<decision> decide_acquire(const revision_record* current, const acquire_le
   p->set_holder(holder);
   p->set_expiry_ms(ctx.now_ms + static_cast<int64_t>(cmd.ttl_ms));
   d.events.push_back(std::move(e));
+  // SPEC §4: a read of an AUTO revision colder than it prefers promotes it
+  // (an event; the lease is granted at once and reads use whatever tier holds
+  // the bytes).
+  const auto& policy = current->policy;
+  if (policy.mode == v1::MIGRATION_AUTO && !current->operation_id &&
+      warmth(current->residency) < warmth(policy.preferred) &&
+      (policy.preferred != v1::RESIDENCY_MIXED || current->affinity_units >= 2))
+    d.events.push_back(automatic_migration(
+        *current, policy.preferred, policy.mixed_hot_ratio,
+        "access promotion: a lease was granted to '" + holder + "' while the revision was " +
+            v1::Residency_Name(current->residency) + " and prefers " +
+            v1::Residency_Name(policy.preferred),
+        ctx));
   return d;
 }
 

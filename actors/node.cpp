@@ -125,9 +125,13 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
       std::make_shared<std::atomic<uint64_t>>(n->recovered_.revisions.last_operation_id);
   deps.lease_ids = std::make_shared<std::atomic<uint64_t>>(n->recovered_.revisions.last_lease_id);
   deps.now_ms = config.objects.now_ms;
-  deps.reconcile_interval = config.reconcile_interval;
+  deps.reconcile_interval = config.reconciler.interval;
+  deps.migration = config.migration;
   deps.default_policy = config.default_policy;
-  n->registry_ = spawn_registry(sys, n->recovered_.revisions, deps);
+  auto reconciler = config.reconciler;
+  reconciler.high_watermark = config.objects.high_watermark;  // one pair of watermarks
+  reconciler.eviction_ratio = config.objects.eviction_ratio;
+  n->registry_ = spawn_registry(sys, n->recovered_.revisions, deps, reconciler);
   return n;
 }
 

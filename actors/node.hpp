@@ -27,7 +27,10 @@ struct node_config {
   bool verify_checksums_on_start = true;  // else sizes only
   std::string version = "dev";          // recorded in the writer_started event
   int64_t lease_recovery_grace_ms = 10'000;  // leases live at a crash last at least this long
-  std::chrono::milliseconds reconcile_interval{1000};  // between reconciler rounds
+  // Reconciler rounds: interval, actions per round, AUTO cooldown. Its
+  // watermarks are the object store's (objects.high_watermark, .eviction_ratio).
+  reconciler_config reconciler;
+  migration_limits migration;  // one operation round: 64 members, 1 GiB
 };
 
 class node {

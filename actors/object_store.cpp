@@ -283,9 +283,18 @@ caf::result<put_ticket> put_start(store_pointer self, put_request& req) {
     return to_error({errc::invalid_argument, "affinity_id is longer than 4096 bytes"});
   if (!v1::DataType_IsValid(req.data_type))
     return to_error({errc::invalid_argument, "data_type is not GENERAL, WEIGHT or METADATA"});
-  if (req.tier == v1::TIER_UNSPECIFIED) req.tier = v1::TIER_HOT;
+  // The importing revision a member belongs to (SPEC §2 Spill): it lands
+  // where the revision prefers, and spills to COLD when HOT cannot fit it.
+  const managed_group* importer = nullptr;
+  if (!req.group_id.empty())
+    if (auto it = st.managed.find({req.tenant, req.group_id});
+        it != st.managed.end() && it->second.importing && req.data_type == v1::DATA_TYPE_WEIGHT)
+      importer = &it->second;
+  if (req.tier == v1::TIER_UNSPECIFIED)
+    req.tier = importer && importer->preferred == v1::RESIDENCY_COLD ? v1::TIER_COLD : v1::TIER_HOT;
   if (req.tier != v1::TIER_HOT && req.tier != v1::TIER_COLD)
     return to_error({errc::invalid_argument, "tier must be HOT or COLD"});
+  bool may_spill = importer && req.tier == v1::TIER_HOT;
   bool sha_expected = req.expected_algorithm == v1::CHECKSUM_SHA256;
   if (!req.expected_checksum.empty())
     if (auto s = check_hex("checksum", req.expected_checksum, sha_expected ? 64 : 16); !s.ok())
@@ -299,13 +308,15 @@ caf::result<put_ticket> put_start(store_pointer self, put_request& req) {
                      "a put or removal of " + describe(ref) + " is in progress"});
   st.busy.insert(ref);
   auto rp = self->make_response_promise<put_ticket>();
-  reserve(self, req.tier, req.size, [=](status reserved) mutable {
+  // Step 2: the reservation holds (in `tier`): hand out the temp file.
+  auto reserved_in = [=](status reserved, v1::Tier in) mutable {
     auto& st = self->state;
     if (!reserved.ok()) {
       st.busy.erase(ref);
       rp.deliver(to_error(reserved));
       return;
     }
+    req.tier = in;
     uint64_t id = st.next_put_id++;
     const auto& tier = st.files.of(req.tier);
     put_ticket ticket;
@@ -318,6 +329,21 @@ caf::result<put_ticket> put_start(store_pointer self, put_request& req) {
     st.puts[id] = {req, ref, req.tier, ticket.temp_path,
                    now_ms(self) + st.config.put_timeout.count()};
     rp.deliver(ticket);
+  };
+  // Step 1: reserve; a member of an importing revision that HOT cannot fit
+  // even after eviction spills to COLD (an import never fails for lack of
+  // memory while the disk has room).
+  auto tier = req.tier;
+  reserve(self, tier, req.size, [=](status reserved) mutable {
+    auto& st = self->state;
+    bool full = !reserved.ok() && reserved.code() == errc::no_available_space;
+    if (full && tier == v1::TIER_HOT) ++st.counters.hot_allocation_failures;
+    if (!(full && may_spill)) return reserved_in(reserved, tier);
+    ++st.counters.spills;
+    spdlog::info("put spilled to COLD key=\"{}\" group={} bytes={}", req.key, req.group_id,
+                 req.size);
+    reserve(self, v1::TIER_COLD, req.size,
+            [=](status cold) mutable { reserved_in(cold, v1::TIER_COLD); });
   });
   return rp;
 }
@@ -678,6 +704,7 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
           reserve(self, tier, size, [=](status reserved) mutable {
             auto& st = self->state;
             if (!reserved.ok()) {
+              if (tier == v1::TIER_HOT) ++st.counters.hot_allocation_failures;  // pressure
               st.busy.erase(ref);
               rp.deliver(to_error(reserved));
               return;
@@ -692,6 +719,8 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
                 return;
               }
               reserved_of(st, tier) -= size;
+              (tier == v1::TIER_HOT ? st.counters.copied_to_hot_bytes
+                                    : st.counters.copied_to_cold_bytes) += size;
               rp.deliver(info_of(st, st.index.objects.at(ref), now_ms(self)));
             };
             self->request(next_io(self), st.config.io_timeout, copy_atom::value, tier, ref, temp)

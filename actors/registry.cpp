@@ -1,5 +1,7 @@
 #include "actors/registry.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "actors/errors.hpp"
 
 namespace weightd::actors {
@@ -33,7 +35,7 @@ void update_guard(reg_pointer self, const events::revision_record& r) {
     self->send(store, guard_atom::value, r.id.tenant, r.payload_group_id);
   else
     self->send(store, guard_atom::value, r.id.tenant, r.payload_group_id,
-               managed_group{owner, r.availability == v1::IMPORTING});
+               managed_group{owner, r.availability == v1::IMPORTING, r.policy.preferred});
 }
 
 /// The actor of `id`: existing, woken from its fold, or new.
@@ -70,6 +72,7 @@ void learn(reg_pointer self, revision_view view) {
     guard_changes = old->second.record.availability != view.record.availability;
   }
   for (const auto& [lease_id, l] : view.record.leases) st.lease_owners[lease_id] = view.record.id;
+  if (view.operation) st.operation_owners[view.operation->id] = view.record.id;
   if (guard_changes) update_guard(self, view.record);  // leases do not concern the guard
   st.views[view.record.id] = std::move(view);
 }
@@ -92,30 +95,60 @@ caf::error unknown_lease(uint64_t id) {
                                         " does not exist; acquire one with AcquireLease"});
 }
 
-/// Does the reconciler have work for this revision now?
-bool needs_reconcile(const revision_view& v, int64_t now_ms) {
-  const auto& r = v.record;
-  if (r.availability == v1::DELETING) return true;
-  if (v.nearest_lease_expiry_ms && v.nearest_lease_expiry_ms <= now_ms) return true;
-  return r.draining() && (r.leases.empty() || r.drain_deadline_ms <= now_ms);
+/// Carries a round's decisions out: ticks, and residency moves that the
+/// revisions re-check before they start them.
+void take(reg_pointer self, const reconcile_report& report) {
+  auto& st = self->state;
+  for (const auto& d : report.decisions) {
+    if (is_tick(d)) {
+      self->send(actor_for(self, d.id), caf::tick_atom::value);
+      continue;
+    }
+    auto target = v1::Residency_Name(d.target);
+    auto id = d.id;
+    const auto& policy = st.views.at(d.id).record.policy;
+    self->request(actor_for(self, d.id), st.deps.timeout,
+                  auto_migrate{d.id, d.target, policy.mixed_hot_ratio, d.action + ": " + d.reason})
+        .then(
+            [=](events::operation_record& op) {
+              if (op.state == events::operation_state::running && op.target == d.target)
+                spdlog::info("reconciler {} revision={} target={} operation_id={} reason=\"{}\"",
+                             d.action, events::canonical_text(id), target, op.id, d.reason);
+            },
+            [=](caf::error& err) {
+              spdlog::warn("reconciler {} of {} failed: {}", d.action, events::canonical_text(id),
+                           to_status(err).to_string());
+            });
+  }
+  st.reconcile_cursor = report.decisions.size() >= st.reconciler.max_actions
+                            ? report.decisions.back().id
+                            : events::revision_key{};
 }
 
-/// One reconciler round: at most kReconcileActions revisions, continuing
-/// where the last round stopped so none starves.
-void reconcile_round(reg_pointer self) {
-  constexpr size_t kReconcileActions = 64;
+/// One reconciler round: the store's HOT usage, then the decisions; `reply`
+/// gets the report (taken unless dry_run).
+void reconcile_round(reg_pointer self, bool dry_run, std::function<void(reconcile_report)> reply) {
   auto& st = self->state;
-  auto now = st.deps.now_ms();
-  std::vector<events::revision_key> due;
-  auto scan = [&](auto from, auto to) {
-    for (auto it = from; it != to && due.size() < kReconcileActions; ++it)
-      if (needs_reconcile(it->second, now)) due.push_back(it->first);
-  };
-  auto start = st.views.upper_bound(st.reconcile_cursor);
-  scan(start, st.views.end());
-  scan(st.views.begin(), start);
-  for (const auto& id : due) self->send(actor_for(self, id), caf::tick_atom::value);
-  st.reconcile_cursor = due.size() == kReconcileActions ? due.back() : events::revision_key{};
+  self->request(st.deps.store, st.deps.timeout, stats_atom::value)
+      .then(
+          [=](store_stats& stats) {
+            auto& st = self->state;
+            uint64_t failures = stats.spills + stats.hot_allocation_failures;
+            hot_tier_usage hot{stats.hot.used_bytes, stats.hot.reserved_bytes,
+                               stats.hot.capacity_bytes, failures > st.allocation_failures_seen};
+            auto report = plan_reconcile(st.views, st.reconcile_cursor, st.deps.now_ms(), hot,
+                                         st.reconciler);
+            if (!dry_run) {
+              st.allocation_failures_seen = failures;
+              take(self, report);
+            }
+            if (reply) reply(std::move(report));
+          },
+          [=](caf::error& err) {
+            spdlog::warn("reconciler round skipped: the object store did not answer: {}",
+                         to_status(err).to_string());
+            if (reply) reply({});
+          });
 }
 
 /// Opaque page token: hex of LP(resource) LP(revision) LP(generation).
@@ -136,22 +169,28 @@ result<events::revision_key> parse_page_token(const std::string& token, events::
   if (token.size() % 2) return bad;
   std::string raw;
   for (size_t i = 0; i < token.size(); i += 2) {
-    auto nibble = [](char c) { return c >= 'a' ? c - 'a' + 10 : c - '0'; };
-    raw += static_cast<char>(nibble(token[i]) * 16 + nibble(token[i + 1]));
+    auto nibble = [](char c) {
+      return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    };
+    int hi = nibble(token[i]), lo = nibble(token[i + 1]);
+    if (hi < 0 || lo < 0) return bad;
+    raw += static_cast<char>(hi * 16 + lo);
   }
   std::vector<std::string> parts;
   for (size_t at = 0; at < raw.size() && parts.size() < 3;) {
     auto colon = raw.find(':', at);
     if (colon == std::string::npos) return bad;
-    size_t len = std::stoull(raw.substr(at, colon - at));
-    if (colon + 1 + len + 1 > raw.size()) return bad;
-    parts.push_back(raw.substr(colon + 1, len));
-    at = colon + 1 + len + 1;
+    auto len = events::parse_decimal(raw.substr(at, colon - at));
+    if (!len || *len > raw.size() || colon + 1 + *len + 1 > raw.size()) return bad;
+    parts.push_back(raw.substr(colon + 1, *len));
+    at = colon + 1 + *len + 1;
   }
   if (parts.size() != 3) return bad;
   base.resource = parts[0];
   base.revision = parts[1];
-  base.generation = std::stoull(parts[2]);
+  auto generation = events::parse_decimal(parts[2]);
+  if (!generation) return bad;
+  base.generation = *generation;
   return base;
 }
 
@@ -194,18 +233,24 @@ caf::result<revision_page> list(reg_pointer self, list_revisions& q) {
 }  // namespace
 
 registry_actor spawn_registry(caf::actor_system& sys, const events::revision_index& recovered,
-                              revision_deps deps) {
-  return sys.spawn([recovered, deps](reg_pointer self) mutable -> registry_actor::behavior_type {
+                              revision_deps deps, reconciler_config reconciler) {
+  return sys.spawn([recovered, deps, reconciler](reg_pointer self) mutable -> registry_actor::behavior_type {
     auto& st = self->state;
     st.deps = std::move(deps);
     st.deps.registry = caf::actor_cast<revision_listener>(self);
+    st.reconciler = reconciler;
+    for (const auto& [op_id, op] : recovered.operations) st.operation_owners[op_id] = op.revision;
     for (const auto& [id, record] : recovered.revisions) {
       auto part = slice(recovered, id);
       st.views[id] = view_of(record, part);
       for (const auto& [lease_id, l] : record.leases) st.lease_owners[lease_id] = id;
       update_guard(self, record);
       st.dormant[id] = std::move(part);
-      if (record.availability != v1::DELETED) actor_for(self, id);
+      if (record.availability == v1::DELETED) continue;
+      auto actor = actor_for(self, id);
+      // An operation a crash interrupted resumes from its cursor: nothing
+      // else would run it (its revision schedules the rounds after this one).
+      if (record.operation_id) self->send(actor, caf::tick_atom::value);
     }
     // The first round runs at once: it resumes what a crash interrupted
     // (deletions, drains) and expires leases that lapsed meanwhile.
@@ -226,10 +271,43 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
         [=](list_revisions& q) { return list(self, q); },
         [=](stats_atom) {
           registry_stats out;
-          for (const auto& [id, v] : self->state.views)
+          for (const auto& [id, v] : self->state.views) {
             ++out.revisions[v1::Availability_Name(v.record.availability)];
+            if (v.record.visible()) ++out.residency[v1::Residency_Name(v.record.residency)];
+            if (v.operation) ++out.operations["RUNNING"];
+            if (v.operation && (!out.oldest_running_operation_ms ||
+                                v.operation->started_at_ms < out.oldest_running_operation_ms))
+              out.oldest_running_operation_ms = v.operation->started_at_ms;
+          }
           out.live_leases = self->state.lease_owners.size();
           return out;
+        },
+        [=](migrate_revision& cmd) { return route<events::operation_record>(self, cmd); },
+        [=](get_operation& cmd) -> caf::result<events::operation_record> {
+          auto& st = self->state;
+          auto it = st.operation_owners.find(cmd.operation_id);
+          if (cmd.operation_id == 0)
+            return to_error({errc::invalid_argument, "operation_id must be at least 1"});
+          if (it == st.operation_owners.end())
+            return to_error({errc::not_found, "operation " + std::to_string(cmd.operation_id) +
+                                                  " does not exist"});
+          return self->delegate(actor_for(self, it->second), cmd);
+        },
+        [=](cancel_operation& cmd) -> caf::result<events::operation_record> {
+          auto& st = self->state;
+          auto it = st.operation_owners.find(cmd.operation_id);
+          if (cmd.operation_id == 0)
+            return to_error({errc::invalid_argument, "operation_id must be at least 1"});
+          if (it == st.operation_owners.end())
+            return to_error({errc::not_found, "operation " + std::to_string(cmd.operation_id) +
+                                                  " does not exist"});
+          return self->delegate(actor_for(self, it->second), cmd);
+        },
+        [=](auto_migrate& cmd) { return route<events::operation_record>(self, cmd); },
+        [=](reconcile_request& req) {
+          auto rp = self->make_response_promise<reconcile_report>();
+          reconcile_round(self, req.dry_run, [=](reconcile_report report) mutable { rp.deliver(report); });
+          return rp;
         },
         [=](acquire_lease& cmd) { return route<lease_view>(self, cmd); },
         [=](renew_lease& cmd) {
@@ -264,8 +342,8 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
           return route<lease_list>(self, cmd);
         },
         [=](caf::tick_atom) {
-          reconcile_round(self);
-          self->delayed_send(self, self->state.deps.reconcile_interval, caf::tick_atom::value);
+          reconcile_round(self, false, nullptr);
+          self->delayed_send(self, self->state.reconciler.interval, caf::tick_atom::value);
         },
         [=](revision_view& view) { learn(self, std::move(view)); },
     };

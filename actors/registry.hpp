@@ -5,6 +5,7 @@
 // (SPEC §2 managed groups), and runs the reconciler's rounds.
 #pragma once
 
+#include "actors/reconciler.hpp"
 #include "actors/revision.hpp"
 
 namespace weightd::actors {
@@ -15,13 +16,16 @@ struct registry_state {
   std::map<events::revision_key, revision_actor> actors;       // spawned ones
   std::map<events::revision_key, events::revision_index> dormant;  // folds not yet spawned
   std::map<uint64_t, events::revision_key> lease_owners;  // live lease id -> its revision
+  std::map<uint64_t, events::revision_key> operation_owners;  // every operation id -> its revision
+  reconciler_config reconciler;
   events::revision_key reconcile_cursor;  // where the next reconciler round starts
+  uint64_t allocation_failures_seen = 0;  // the store's spills + failed HOT reservations
   static const char* name;
 };
 
 /// Spawns the registry on the recovered revisions; live ones get their actor
 /// at once (DELETING ones resume their deletion), tombstones on demand.
 registry_actor spawn_registry(caf::actor_system& sys, const events::revision_index& recovered,
-                              revision_deps deps);
+                              revision_deps deps, reconciler_config reconciler = {});
 
 }  // namespace weightd::actors

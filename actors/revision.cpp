@@ -6,6 +6,8 @@
 
 #include "actors/errors.hpp"
 #include "actors/lease_decide.hpp"
+#include "actors/migration_executor.hpp"
+#include "actors/revision_queue.hpp"
 
 namespace weightd::actors {
 
@@ -15,153 +17,15 @@ namespace v1 = events::v1;
 
 namespace {
 
-using rev_pointer = revision_actor::stateful_pointer<revision_state>;
 constexpr size_t kRemovalBatch = 64;
-
-decide_context context(rev_pointer self) {
-  auto& d = self->state.deps;
-  return {d.now_ms(), d.default_policy, [ids = d.operation_ids] { return ++*ids; },
-          [ids = d.lease_ids] { return ++*ids; }};
-}
 
 revision_view current_view(rev_pointer self) {
   return view_of(*self->state.record(), self->state.local);
 }
 
-/// Folds events the journal committed into the revision's record (the same
-/// evolve replay runs), tells the registry, and starts a delete whose drain
-/// just ended.
-status apply_committed(rev_pointer self, const std::vector<v1::Envelope>& committed) {
-  auto& st = self->state;
-  status applied;
-  for (const auto& e : committed) {
-    if (applied = events::evolve_revisions(st.local, e); !applied.ok()) break;
-    if (applied = events::check_invariants(*st.record(), st.local); !applied.ok()) break;
-  }
-  if (!applied.ok()) spdlog::error("revision fold refused its own event: {}", applied.to_string());
-  if (const auto* r = st.record()) {
-    self->send(st.deps.registry, current_view(self));
-    if (r->draining() && r->leases.empty())  // the last lease went: delete now
-      self->send(self, caf::tick_atom::value);
-  }
-  return applied;
-}
-
-/// Persists `events`, applies them, tells the registry; then `done`.
-/// .await: the revision takes no other message until this completes — the
-/// multi-step commands below rely on it (see the command queue).
+/// Persist-and-apply for a step of a multi-step command.
 void persist(rev_pointer self, std::vector<v1::Envelope> events, std::function<void(status)> done) {
-  self->request(self->state.deps.journal, self->state.deps.timeout, append_atom::value,
-                event_batch{std::move(events)})
-      .await([=](event_batch& committed) { done(apply_committed(self, committed.events)); },
-             [=](caf::error& err) { done(to_status(err)); });
-}
-
-// ------------------------------------------------------------ command queue
-//
-// Commands run one after another, in arrival order. A *decision* command
-// (BeginImport, UpdatePolicy, the lease commands) only decides and persists:
-// every decision command queued while the previous batch was in flight is
-// decided in order against a scratch copy of the record — each seeing the
-// events of those before it — and their events go to the journal as ONE
-// atomic batch: one fsync for many readers taking leases on a hot model, with
-// exactly the outcome of running them serially. Replies wait for the batch;
-// if it fails, nothing applied and each command gets the failure.
-// A *multi-step* command (CommitImport, AbortImport, RemoveRevision, the
-// reconciler's tick) talks to the object store too; it runs alone, and since
-// all its steps use .await, no other message is taken until its last step —
-// its final pump message is processed only then.
-
-void pump(rev_pointer self);
-
-/// Persists a batch of decided commands with .then (more commands queue
-/// meanwhile), applies it, answers every command, and pumps again.
-void persist_batch(rev_pointer self, std::vector<v1::Envelope> events,
-                   std::vector<std::function<void(const status&)>> replies) {
-  auto waiting = std::make_shared<decltype(replies)>(std::move(replies));
-  auto finish = [=](const status& outcome) {
-    for (const auto& reply : *waiting) reply(outcome);
-    self->state.busy = false;
-    pump(self);
-  };
-  self->request(self->state.deps.journal, self->state.deps.timeout, append_atom::value,
-                event_batch{std::move(events)})
-      .then([=](event_batch& committed) { finish(apply_committed(self, committed.events)); },
-            [=](caf::error& err) { finish(to_status(err)); });
-}
-
-/// Runs what is queued: a multi-step command alone, or every decision
-/// command up to the next multi-step one as one batch.
-void pump(rev_pointer self) {
-  constexpr size_t kMaxBatchEvents = 4096;
-  auto& st = self->state;
-  while (!st.busy && !st.queue.empty()) {
-    if (auto* multi = std::get_if<multi_step_command>(&st.queue.front())) {
-      auto run = std::move(*multi);
-      st.queue.pop_front();
-      st.busy = true;
-      run();
-      self->send(self, pump_atom::value);  // taken after the command's last await
-      return;
-    }
-    auto scratch = st.local;
-    auto ctx = context(self);
-    std::vector<v1::Envelope> events;
-    std::vector<std::function<void(const status&)>> replies;
-    while (!st.queue.empty() && events.size() < kMaxBatchEvents) {
-      auto* next = std::get_if<decision_command>(&st.queue.front());
-      if (!next) break;
-      auto decided = (*next)(scratch, ctx, !events.empty());
-      st.queue.pop_front();
-      for (auto& e : decided.events) events.push_back(std::move(e));
-      replies.push_back(std::move(decided.reply));
-    }
-    if (events.empty()) {  // nothing to persist: answer at once
-      for (const auto& reply : replies) reply(status{});
-      continue;
-    }
-    st.busy = true;
-    persist_batch(self, std::move(events), std::move(replies));
-  }
-}
-
-/// Queues a decision command: `decide` against the scratch record, then
-/// `reply` computed from the scratch fold once the decision's events are in.
-template <class Reply>
-void enqueue_decision(
-    rev_pointer self, caf::typed_response_promise<Reply> rp,
-    std::function<result<decision>(const events::revision_record*, const decide_context&)> decide,
-    std::function<Reply(const events::revision_index&)> reply) {
-  auto id = self->state.id;
-  self->state.queue.emplace_back(decision_command{
-      [=](events::revision_index& scratch, const decide_context& ctx,
-          bool after_pending) mutable -> decided_command {
-        auto decided = decide(scratch.find(id), ctx);
-        if (!decided) {
-          // An error decided on top of pending events is only as good as they are.
-          auto err = decided.error();
-          return {{}, [=](const status& batch) mutable {
-                    rp.deliver(to_error(after_pending && !batch.ok() ? batch : err));
-                  }};
-        }
-        for (const auto& e : decided->events)
-          if (auto st = events::evolve_revisions(scratch, e); !st.ok()) {
-            spdlog::error("a decision does not fold: {}", st.to_string());
-            return {{}, [=](const status&) mutable { rp.deliver(to_error(st)); }};
-          }
-        auto value = reply(scratch);
-        return {std::move(decided->events), [=](const status& batch) mutable {
-                  if (batch.ok()) rp.deliver(value);
-                  else rp.deliver(to_error(batch));
-                }};
-      }});
-  pump(self);
-}
-
-/// Queues a multi-step command (see the command queue).
-void enqueue_multi_step(rev_pointer self, multi_step_command run) {
-  self->state.queue.emplace_back(std::move(run));
-  pump(self);
+  persist_and_apply(self, std::move(events), std::move(done));
 }
 
 // ---------------------------------------------------------------- deletion
@@ -188,7 +52,7 @@ void remove_batches(rev_pointer self, std::shared_ptr<std::vector<std::vector<st
   auto keys = (*batches)[next];
   self->request(st.deps.store, st.deps.timeout, remove_atom::value, st.id.tenant, keys,
                 v1::REMOVAL_LIFECYCLE)
-      .await(
+      .then(
           [=](batch_removal& removed) {
             for (const auto& r : removed.results) {
               if (!r.result.ok())
@@ -215,7 +79,7 @@ void finish_deletion(rev_pointer self, std::vector<std::string> extra,
   also.insert(also.end(), r.payload_keys.begin(), r.payload_keys.end());
   also.push_back(manifest);
   self->request(st.deps.store, st.deps.timeout, group_atom::value, r.id.tenant, r.payload_group_id, also)
-      .await(
+      .then(
           [=](group_snapshot& group) {
             auto out = std::make_shared<removal_result>();
             std::vector<std::string> payloads;
@@ -249,16 +113,18 @@ void finish_deletion(rev_pointer self, std::vector<std::string> extra,
 /// Replies to AbortImport/RemoveRevision: finish a deletion that is (or was
 /// already) under way; a DELETED record just comes back.
 void delete_and_reply(rev_pointer self, std::vector<std::string> extra,
-                      caf::typed_response_promise<removal_result> rp) {
+                      caf::typed_response_promise<removal_result> rp,
+                      std::function<void()> finished) {
   const auto* r = self->state.record();
   if (r->availability == v1::DELETED) {
     removal_result out;
     out.view = current_view(self);
     rp.deliver(out);
-    return;
+    return finished();
   }
   finish_deletion(self, std::move(extra), [=](result<removal_result> done) mutable {
     if (done.ok()) rp.deliver(*done); else rp.deliver(to_error(done.error()));
+    finished();
   });
 }
 
@@ -290,14 +156,34 @@ result<const events::revision_record*> lease_holder(const events::revision_recor
 }
 
 /// Continues a deletion under way (a restart or a finished drain started it).
-void continue_deletion(rev_pointer self) {
+void continue_deletion(rev_pointer self, std::function<void()> finished) {
   const auto* r = self->state.record();
-  if (!r || r->availability != v1::DELETING) return;
+  if (!r || r->availability != v1::DELETING) return finished();
   finish_deletion(self, {}, [=](result<removal_result> done) {
     if (!done.ok())
       spdlog::warn("deletion of {} did not finish: {}", events::canonical_text(self->state.id),
                    done.error().to_string());
+    else
+      spdlog::info("revision deleted revision={} removed_keys={}",
+                   events::canonical_text(self->state.id), done->removed_keys.size());
+    finished();
   });
+}
+
+/// A decide function that only needs the record.
+template <class Decide>
+auto on_record(Decide decide) {
+  return [decide](const events::revision_record* r, const events::revision_index&,
+                  const decide_context& ctx) -> result<decision> { return decide(r, ctx); };
+}
+
+/// The operation `id` of this revision, as a reply.
+caf::result<events::operation_record> operation_reply(const events::revision_index& fold,
+                                                      uint64_t id) {
+  auto it = fold.operations.find(id);
+  if (it == fold.operations.end())
+    return to_error({errc::not_found, "operation " + std::to_string(id) + " does not exist"});
+  return it->second;
 }
 
 }  // namespace
@@ -309,9 +195,12 @@ revision_view view_of(const events::revision_record& r, const events::revision_i
   for (const auto& [id, l] : r.leases)
     if (!v.nearest_lease_expiry_ms || l.expiry_ms < v.nearest_lease_expiry_ms)
       v.nearest_lease_expiry_ms = l.expiry_ms;
-  if (r.operation_id)
-    if (auto it = index.operations.find(r.operation_id); it != index.operations.end())
-      v.operation = it->second;
+  for (const auto& [op_id, op] : index.operations) {
+    if (!(op.revision == r.id)) continue;
+    if (op_id == r.operation_id) v.operation = op;
+    else if (op.state != events::operation_state::running)
+      v.last_operation_end_ms = std::max(v.last_operation_end_ms, op.updated_at_ms);
+  }
   return v;
 }
 
@@ -321,12 +210,16 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
   self->state.local = std::move(initial);
   self->state.deps = std::move(deps);
   auto view_reply = [id](const events::revision_index& fold) { return view_of(*fold.find(id), fold); };
+  auto operation_of = [id](const events::revision_index& fold) {
+    const auto* op = newest_operation(fold, id);
+    return op ? *op : events::operation_record{};
+  };
   return {
       // ------------------------------------------------- decision commands
       [=](begin_import& cmd) {
         auto rp = self->make_response_promise<revision_view>();
         enqueue_decision<revision_view>(
-            self, rp, [cmd](auto* r, const auto& ctx) { return decide_begin(r, cmd, ctx); },
+            self, rp, on_record([cmd](auto* r, const auto& ctx) { return decide_begin(r, cmd, ctx); }),
             view_reply);
         return rp;
       },
@@ -334,14 +227,34 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
         auto rp = self->make_response_promise<revision_view>();
         enqueue_decision<revision_view>(
             self, rp,
-            [cmd](auto* r, const auto& ctx) { return decide_update_policy(r, cmd, ctx); },
+            on_record([cmd](auto* r, const auto& ctx) { return decide_update_policy(r, cmd, ctx); }),
             view_reply);
+        return rp;
+      },
+      [=](migrate_revision& cmd) {
+        auto rp = self->make_response_promise<events::operation_record>();
+        enqueue_decision<events::operation_record>(
+            self, rp,
+            [cmd](auto* r, const auto& fold, const auto& ctx) {
+              return decide_migrate(r, fold, cmd, ctx);
+            },
+            operation_of);
+        return rp;
+      },
+      [=](auto_migrate& cmd) {
+        auto rp = self->make_response_promise<events::operation_record>();
+        enqueue_decision<events::operation_record>(
+            self, rp,
+            on_record([cmd](auto* r, const auto& ctx) -> result<decision> {
+              return decide_auto_migrate(r, cmd, ctx);
+            }),
+            operation_of);
         return rp;
       },
       [=](acquire_lease& cmd) {
         auto rp = self->make_response_promise<lease_view>();
         enqueue_decision<lease_view>(
-            self, rp, [cmd](auto* r, const auto& ctx) { return decide_acquire(r, cmd, ctx); },
+            self, rp, on_record([cmd](auto* r, const auto& ctx) { return decide_acquire(r, cmd, ctx); }),
             [id, holder = cmd.holder](const auto& fold) { return holder_reply(fold, id, holder); });
         return rp;
       },
@@ -349,11 +262,11 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
         auto rp = self->make_response_promise<lease_view>();
         enqueue_decision<lease_view>(
             self, rp,
-            [cmd](auto* r, const auto& ctx) -> result<decision> {
+            on_record([cmd](auto* r, const auto& ctx) -> result<decision> {
               auto held = lease_holder(r, cmd.lease_id);
               if (!held) return held.error();
               return decide_renew(**held, cmd, ctx);
-            },
+            }),
             [id, lease = cmd.lease_id](const auto& fold) { return lease_reply(fold, id, lease); });
         return rp;
       },
@@ -362,14 +275,14 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
         auto before = std::make_shared<lease_view>();  // the lease as it was
         enqueue_decision<lease_view>(
             self, rp,
-            [=](auto* r, const auto& ctx) -> result<decision> {
+            on_record([=](auto* r, const auto& ctx) -> result<decision> {
               *before = lease_view{id, {}};
               before->lease.id = cmd.lease_id;
               if (!r) return decision{};
               if (auto it = r->leases.find(cmd.lease_id); it != r->leases.end())
                 before->lease = it->second;
               return decide_release(*r, cmd, ctx);
-            },
+            }),
             [before](const auto&) { return *before; });
         return rp;
       },
@@ -378,100 +291,131 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
         auto before = std::make_shared<lease_view>(lease_view{id, {}});
         enqueue_decision<lease_view>(
             self, rp,
-            [=](auto* r, const auto& ctx) -> result<decision> {
+            on_record([=](auto* r, const auto& ctx) -> result<decision> {
               auto held = lease_holder(r, cmd.lease_id);
               if (!held) return held.error();
               if (auto it = (*held)->leases.find(cmd.lease_id); it != (*held)->leases.end())
                 before->lease = it->second;
               return decide_revoke(**held, cmd, ctx);
-            },
+            }),
             [before](const auto&) { return *before; });
         return rp;
       },
       // ----------------------------------------------- multi-step commands
       [=](commit_import& cmd) {
         auto rp = self->make_response_promise<revision_view>();
-        enqueue_multi_step(self, [=]() mutable {
+        enqueue_multi_step(self, [=](std::function<void()> finished) mutable {
+          auto fail = [=](const status& st) mutable {
+            rp.deliver(to_error(st));
+            finished();
+          };
           auto checked = precheck_commit(self->state.record(), cmd);
-          if (!checked) { rp.deliver(to_error(checked.error())); return; }
-          if (!checked->needs_group_check) { rp.deliver(current_view(self)); return; }
+          if (!checked) return fail(checked.error());
+          if (!checked->needs_group_check) {
+            rp.deliver(current_view(self));
+            return finished();
+          }
           auto normalized = checked->normalized;
           std::vector<std::string> keys = normalized.payload_keys;
           keys.push_back(normalized.manifest.manifest_key);
           const auto& r = *self->state.record();
           self->request(self->state.deps.store, self->state.deps.timeout, group_atom::value,
                         r.id.tenant, r.payload_group_id, keys)
-              .await(
+              .then(
                   [=](group_snapshot& group) mutable {
                     const auto& r = *self->state.record();
                     if (auto st = validate_commit_group(r, normalized, group); !st.ok())
-                      { rp.deliver(to_error(st)); return; }
+                      return fail(st);
                     persist(self, decide_commit(r, normalized, group, context(self)).events,
                             [=](status s) mutable {
-                              if (s.ok()) rp.deliver(current_view(self));
-                              else rp.deliver(to_error(s));
+                              if (!s.ok()) return fail(s);
+                              spdlog::info("import committed revision={} payloads={} bytes={}",
+                                           events::canonical_text(self->state.id),
+                                           normalized.payload_keys.size(),
+                                           normalized.manifest.logical_bytes);
+                              rp.deliver(current_view(self));
+                              finished();
                             });
                   },
-                  [=](caf::error& err) mutable { rp.deliver(err); });
+                  [=](caf::error& err) mutable { fail(to_status(err)); });
         });
         return rp;
       },
       [=](abort_import& cmd) {
         auto rp = self->make_response_promise<removal_result>();
-        enqueue_multi_step(self, [=]() mutable {
+        enqueue_multi_step(self, [=](std::function<void()> finished) mutable {
           auto decided = decide_abort(self->state.record(), cmd, context(self));
-          if (!decided) { rp.deliver(to_error(decided.error())); return; }
-          auto extra = cleaned_keys(cmd.keys_to_remove);  // as the event records them
-          if (!decided->changes()) {
-            delete_and_reply(self, extra, rp);
-            return;
+          if (!decided) {
+            rp.deliver(to_error(decided.error()));
+            return finished();
           }
+          auto extra = cleaned_keys(cmd.keys_to_remove);  // as the event records them
+          if (!decided->changes()) return delete_and_reply(self, extra, rp, finished);
           persist(self, std::move(decided->events), [=](status s) mutable {
-            if (s.ok()) delete_and_reply(self, extra, rp);
-            else rp.deliver(to_error(s));
+            if (s.ok()) return delete_and_reply(self, extra, rp, finished);
+            rp.deliver(to_error(s));
+            finished();
           });
         });
         return rp;
       },
       [=](remove_revision& cmd) {
         auto rp = self->make_response_promise<removal_result>();
-        enqueue_multi_step(self, [=]() mutable {
+        enqueue_multi_step(self, [=](std::function<void()> finished) mutable {
           auto decided = decide_remove(self->state.record(), cmd, context(self));
-          if (!decided) { rp.deliver(to_error(decided.error())); return; }
+          if (!decided) {
+            rp.deliver(to_error(decided.error()));
+            return finished();
+          }
           // A drain replies at once; the reconciler deletes when it ends.
           auto reply = [=]() mutable {
-            if (self->state.record()->draining())
-              rp.deliver(removal_result{current_view(self), {}, {}});
-            else
-              delete_and_reply(self, {}, rp);
+            if (!self->state.record()->draining()) return delete_and_reply(self, {}, rp, finished);
+            rp.deliver(removal_result{current_view(self), {}, {}});
+            finished();
           };
-          if (!decided->changes()) {
-            reply();
-            return;
-          }
+          if (!decided->changes()) return reply();
           persist(self, std::move(decided->events), [=](status s) mutable {
-            if (s.ok()) reply();
-            else rp.deliver(to_error(s));
+            if (s.ok()) return reply();
+            rp.deliver(to_error(s));
+            finished();
           });
         });
         return rp;
       },
-      [=](caf::tick_atom) {
-        enqueue_multi_step(self, [=] {
-          const auto* r = self->state.record();
-          if (!r) return;
-          auto decided = decide_reconcile(*r, context(self));
-          if (!decided.changes()) return continue_deletion(self);
-          persist(self, std::move(decided.events), [=](status s) {
-            if (s.ok()) return continue_deletion(self);
-            spdlog::warn("reconciling {} failed: {}; the next round retries",
-                         events::canonical_text(self->state.id), s.to_string());
-          });
+      [=](cancel_operation& cmd) {
+        auto rp = self->make_response_promise<events::operation_record>();
+        enqueue_multi_step(self, [=](std::function<void()> finished) mutable {
+          if (!self->state.local.operations.count(cmd.operation_id)) {
+            rp.deliver(to_error({errc::not_found,
+                                 "operation " + std::to_string(cmd.operation_id) + " does not exist"}));
+            return finished();
+          }
+          cancel_running_operation(self, cmd.operation_id, rp, finished);
         });
+        return rp;
       },
-      [=](pump_atom) {
-        self->state.busy = false;  // the multi-step command's last await is done
-        pump(self);
+      [=](caf::tick_atom) {
+        if (self->state.tick_queued) return;  // one is waiting already
+        self->state.tick_queued = true;
+        enqueue_multi_step(self, [=](std::function<void()> finished) {
+          self->state.tick_queued = false;
+          const auto* r = self->state.record();
+          if (!r) return finished();
+          // Leases and drains first, then the deletion or the operation round.
+          auto next = [=](status s) {
+            if (!s.ok()) {
+              spdlog::warn("reconciling {} failed: {}; the next round retries",
+                           events::canonical_text(self->state.id), s.to_string());
+              return finished();
+            }
+            if (self->state.record()->availability == v1::DELETING)
+              return continue_deletion(self, finished);
+            run_operation_round(self, finished);
+          };
+          auto decided = decide_reconcile(*r, context(self));
+          if (!decided.changes()) return next({});
+          persist(self, std::move(decided.events), next);
+        });
       },
       // ------------------------------------------- reads: the durable record
       [=](get_revision& cmd) -> caf::result<revision_view> {
@@ -484,6 +428,7 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
                                                    : "")});
         return current_view(self);
       },
+      [=](get_operation& cmd) { return operation_reply(self->state.local, cmd.operation_id); },
       [=](list_leases& cmd) -> caf::result<lease_list> {
         const auto* r = self->state.record();
         if (!r || r->availability == v1::DELETED)

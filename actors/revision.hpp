@@ -1,19 +1,22 @@
 // The revision actor: one weight revision as an event-sourced entity.
 // Each command: decide (revision_decide.hpp, lease_decide.hpp) -> persist the
-// events -> evolve_revisions -> reply. Commands run one after another from a
-// queue (revision.cpp, "command queue"): one revision's commands are
+// events -> evolve_revisions -> reply. Commands run one after another from the
+// revision's command queue (revision_queue.hpp): one revision's commands are
 // serialized without a lock, so e.g. two racing mutations never both pass the
-// fence; decisions queued behind an in-flight write share the next one.
+// fence; decisions queued behind an in-flight write share the next one. Its
+// active operation runs in bounded rounds (migration_executor.hpp), each a
+// command of the same queue.
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <memory>
-#include <deque>
 #include <optional>
 #include <variant>
 
 #include "actors/actors.hpp"
+#include "actors/migration_plan.hpp"
 #include "actors/revision_decide.hpp"
 
 namespace weightd::actors {
@@ -29,8 +32,9 @@ struct decided_command {
 using decision_command = std::function<decided_command(
     events::revision_index& scratch, const decide_context& ctx, bool after_pending)>;
 
-/// A queued multi-step command: runs alone, every step with .await.
-using multi_step_command = std::function<void()>;
+/// A queued multi-step command: runs alone and calls `finished` exactly once,
+/// on every path, when its last step is done; the queue then runs what waited.
+using multi_step_command = std::function<void(std::function<void()> finished)>;
 
 /// What every revision actor shares.
 struct revision_deps {
@@ -42,26 +46,31 @@ struct revision_deps {
   std::function<int64_t()> now_ms;
   events::policy default_policy;
   std::chrono::seconds timeout{30};  // per journal / store request
+  std::chrono::seconds copy_timeout{3600};  // a replica copy of a large payload
   std::chrono::milliseconds reconcile_interval{1000};  // the registry's reconciler round
+  migration_limits migration;  // the bounds of one operation round
 };
 
 struct revision_state {
   events::revision_key id;
   events::revision_index local;  // this revision's record and operations: its durable fold
   revision_deps deps;
-  // Commands in arrival order (revision.cpp, "command queue"): a decision
-  // command, or a multi-step command to run alone.
+  // Commands in arrival order (revision_queue.hpp): a decision command, or a
+  // multi-step command to run alone.
   std::deque<std::variant<decision_command, multi_step_command>> queue;
-  bool busy = false;  // a batch or a multi-step command is in flight
+  bool busy = false;         // a batch or a multi-step command is in flight
+  bool tick_queued = false;  // a reconcile tick waits in the queue (ticks do not pile up)
+  int64_t retry_backoff_ms = 0;  // > 0: the last operation round failed; wait this long
   static const char* name;
 
   const events::revision_record* record() const { return local.find(id); }
 };
 
+using rev_pointer = revision_actor::stateful_pointer<revision_state>;
+
 /// The behavior of the actor of `id`, starting from `initial` (its recovered
 /// fold, or empty for an identity never seen). The registry spawns it linked.
-revision_actor::behavior_type revision_impl(revision_actor::stateful_pointer<revision_state> self,
-                                            events::revision_key id,
+revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_key id,
                                             events::revision_index initial, revision_deps deps);
 
 /// The view of a record: the record, its lease facts, its active operation.

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "actors/lease_decide.hpp"
+#include "actors/migration_plan.hpp"
 #include "actors/validate.hpp"
 #include "events/digest.hpp"
 
@@ -67,17 +68,29 @@ status mixed_needs_units(const events::policy& p, uint64_t units, const std::str
   return {};
 }
 
-v1::OperationStarted migration_toward(const revision_record& r, const events::policy& p,
+/// The one builder of OperationStarted.
+v1::OperationStarted operation_toward(const revision_record& r, v1::Residency target, double ratio,
                                       uint64_t units, const decide_context& ctx) {
   v1::OperationStarted op;
   *op.mutable_id() = r.id.to_proto();
   op.set_operation_id(ctx.next_operation_id());
   op.set_kind(v1::MIGRATING);
-  op.set_target(p.preferred);
-  op.set_target_hot_ratio(p.preferred == v1::RESIDENCY_MIXED ? p.mixed_hot_ratio : 0);
+  op.set_target(target);
+  op.set_target_hot_ratio(target == v1::RESIDENCY_MIXED ? ratio : 0);
   op.set_total_units(units);
   op.set_total_bytes(r.manifest.logical_bytes);
   return op;
+}
+
+v1::OperationStarted migration_toward(const revision_record& r, const events::policy& p,
+                                      uint64_t units, const decide_context& ctx) {
+  return operation_toward(r, p.preferred, p.mixed_hot_ratio, units, ctx);
+}
+
+std::string ratio_text(double ratio) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", ratio);
+  return text;
 }
 
 /// Distinct affinity units among the payload members (a payload without an
@@ -289,11 +302,16 @@ decision decide_commit(const revision_record& r, const commit_import& cmd,
   for (const auto& k : cmd.payload_keys) p->add_payload_keys(k);
   p->set_request_digest(digest);
   p->set_affinity_units(units);
-  if (r.policy.preferred != v1::RESIDENCY_HOT) {
-    auto ready = r;
-    ready.manifest = cmd.manifest;
+  auto ready = r;
+  ready.manifest = cmd.manifest;
+  auto seen = observe(group, ready);  // spilled or COLD-written members count
+  p->set_residency(seen.residency);
+  p->set_observed_hot_ratio(seen.hot_ratio);
+  // Initial convergence toward COLD or MIXED (MIXED always: the planner picks
+  // the units); a HOT revision with spilled members is promoted on relief.
+  bool there = r.policy.preferred == v1::RESIDENCY_COLD && seen.residency == v1::RESIDENCY_COLD;
+  if (r.policy.preferred != v1::RESIDENCY_HOT && !there)
     *p->mutable_operation() = migration_toward(ready, r.policy, units, ctx);
-  }
   return decision{{std::move(e)}};
 }
 
@@ -368,6 +386,96 @@ result<decision> decide_update_policy(const revision_record* current, const upda
   if (converge && current->residency != policy.preferred)
     *p->mutable_operation() = migration_toward(*current, policy, current->affinity_units, ctx);
   return decision{{std::move(e)}};
+}
+
+// ----------------------------------------------------------------- Migrate
+
+int warmth(v1::Residency residency) {
+  switch (residency) {
+    case v1::RESIDENCY_HOT: return 2;
+    case v1::RESIDENCY_MIXED: return 1;
+    default: return 0;
+  }
+}
+
+const events::operation_record* newest_operation(const events::revision_index& fold,
+                                                 const events::revision_key& id) {
+  const auto* r = fold.find(id);
+  if (r && r->operation_id)
+    if (auto it = fold.operations.find(r->operation_id); it != fold.operations.end()) return &it->second;
+  const events::operation_record* newest = nullptr;
+  for (const auto& [op_id, op] : fold.operations)
+    if (op.revision == id) newest = &op;  // ids ascend
+  return newest;
+}
+
+result<decision> decide_migrate(const revision_record* current, const events::revision_index& fold,
+                                const migrate_revision& cmd, const decide_context& ctx) {
+  if (cmd.target != v1::RESIDENCY_HOT && cmd.target != v1::RESIDENCY_COLD &&
+      cmd.target != v1::RESIDENCY_MIXED)
+    return status{errc::invalid_argument, "target must be HOT, COLD or MIXED"};
+  double ratio = 0;
+  if (cmd.target == v1::RESIDENCY_MIXED) {
+    ratio = cmd.mixed_hot_ratio;
+    if (ratio == 0 && current) ratio = current->policy.mixed_hot_ratio;
+    if (!(ratio > 0 && ratio < 1))
+      return status{errc::invalid_argument, "mixed_hot_ratio must be within (0, 1)"};
+  }
+  if (!current || current->availability == v1::DELETED) return not_found(cmd.id);
+  if (!current->visible())
+    return status{errc::not_ready, name(cmd.id) + " is " + state_name(current->availability) +
+                                       "; only a READY or DEGRADED revision migrates"};
+  if (current->policy.mode == v1::MIGRATION_PINNED)
+    return status{errc::policy_unsatisfiable,
+                  name(cmd.id) + " is PINNED: it does not migrate after its initial "
+                                 "convergence; set its mode to MANUAL or AUTO first"};
+  if (current->operation_id) {
+    const auto& op = fold.operations.at(current->operation_id);
+    if (op.target == cmd.target && op.target_hot_ratio == ratio) return decision{};  // the same one
+    return status{errc::busy, "operation " + std::to_string(op.id) + " (" +
+                                  v1::OperationKind_Name(op.kind) + " to " +
+                                  v1::Residency_Name(op.target) + ") is running on " +
+                                  name(cmd.id) + "; wait for it or cancel it, then retry"};
+  }
+  auto digest = request_digest("Migrate", {std::to_string(cmd.target), ratio_text(ratio)});
+  bool retry = false;
+  if (auto st = check_generation(*current, cmd.expected_generation, digest, retry); !st.ok())
+    return st;
+  if (retry) return decision{};
+  if (current->draining())
+    return status{errc::not_ready, name(cmd.id) + " is being removed (its leases are draining)"};
+  if (cmd.target == v1::RESIDENCY_MIXED)
+    if (auto st = mixed_needs_units({cmd.target, ratio, current->policy.mode},
+                                    current->affinity_units, "its payloads form");
+        !st.ok())
+      return st;
+  auto e = revision_envelope(cmd.id, ctx.now_ms, cmd.principal, cmd.request_id);
+  auto* p = e.mutable_operation_started();
+  *p = operation_toward(*current, cmd.target, ratio, current->affinity_units, ctx);
+  p->set_request_digest(digest);
+  return decision{{std::move(e)}};
+}
+
+v1::Envelope automatic_migration(const revision_record& r, v1::Residency target, double ratio,
+                                 const std::string& reason, const decide_context& ctx) {
+  auto e = revision_envelope(r.id, ctx.now_ms, "", "");
+  auto* p = e.mutable_operation_started();
+  *p = operation_toward(r, target, ratio, r.affinity_units, ctx);
+  p->set_automatic(true);
+  p->set_reason(reason);
+  return e;
+}
+
+decision decide_auto_migrate(const revision_record* current, const auto_migrate& cmd,
+                             const decide_context& ctx) {
+  if (!current || current->availability != v1::READY || current->operation_id ||
+      current->draining() || current->policy.mode != v1::MIGRATION_AUTO)
+    return {};
+  bool demotion = warmth(cmd.target) < warmth(current->residency);
+  if (demotion && !live_leases(*current, ctx.now_ms).empty()) return {};  // a reader came
+  if (cmd.target == current->residency && cmd.target != v1::RESIDENCY_MIXED) return {};
+  if (cmd.target == v1::RESIDENCY_MIXED && current->affinity_units < 2) return {};
+  return decision{{automatic_migration(*current, cmd.target, cmd.mixed_hot_ratio, cmd.reason, ctx)}};
 }
 
 // ---------------------------------------------------------- RemoveRevision

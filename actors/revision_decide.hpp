@@ -65,6 +65,30 @@ result<decision> decide_update_policy(const events::revision_record* current,
 result<decision> decide_remove(const events::revision_record* current, const remove_revision& cmd,
                                const decide_context& ctx);
 
+/// Migrate (SPEC §4): an OperationStarted toward the target, or nothing when
+/// the active operation already has that target (the reply is the revision's
+/// active or newest operation).
+result<decision> decide_migrate(const events::revision_record* current,
+                                const events::revision_index& fold, const migrate_revision& cmd,
+                                const decide_context& ctx);
+
+/// The reconciler's move, re-checked against the current record: nothing
+/// when the revision is no longer eligible (it changed since the round).
+decision decide_auto_migrate(const events::revision_record* current, const auto_migrate& cmd,
+                             const decide_context& ctx);
+
+/// An automatic OperationStarted toward `target` (no generation change).
+events::v1::Envelope automatic_migration(const events::revision_record& r,
+                                         events::v1::Residency target, double ratio,
+                                         const std::string& reason, const decide_context& ctx);
+
+/// HOT > MIXED > COLD: how much of a revision memory holds.
+int warmth(events::v1::Residency residency);
+
+/// The operation a Migrate reply shows: the active one, else the newest.
+const events::operation_record* newest_operation(const events::revision_index& fold,
+                                                 const events::revision_key& id);
+
 /// The envelope of an event of revision `id`, stamped with the request.
 events::v1::Envelope revision_envelope(const events::revision_key& id, int64_t now_ms,
                                        const std::string& principal,

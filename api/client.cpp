@@ -77,6 +77,18 @@ result<v1::ListLeasesResponse> client::list_leases(const v1::ListLeasesRequest& 
 result<v1::Lease> client::revoke_lease(const v1::RevokeLeaseRequest& r) {
   return WEIGHTD_UNARY(weights_, RevokeLease, v1::Lease, r);
 }
+result<v1::Operation> client::migrate(const v1::MigrateRequest& r) {
+  return WEIGHTD_UNARY(weights_, Migrate, v1::Operation, r);
+}
+result<v1::Operation> client::get_operation(const v1::GetOperationRequest& r) {
+  return WEIGHTD_UNARY(weights_, GetOperation, v1::Operation, r);
+}
+result<v1::Operation> client::cancel_operation(const v1::CancelOperationRequest& r) {
+  return WEIGHTD_UNARY(weights_, CancelOperation, v1::Operation, r);
+}
+result<v1::ReconcileResponse> client::reconcile(const v1::ReconcileRequest& r) {
+  return WEIGHTD_UNARY(weights_, Reconcile, v1::ReconcileResponse, r);
+}
 result<v1::StatusResponse> client::server_status() {
   v1::StatusRequest r;
   return WEIGHTD_UNARY(admin_, Status, v1::StatusResponse, r);

@@ -41,6 +41,10 @@ class client {
   result<v1::ReleaseLeaseResponse> release_lease(const v1::ReleaseLeaseRequest& req);
   result<v1::ListLeasesResponse> list_leases(const v1::ListLeasesRequest& req);
   result<v1::Lease> revoke_lease(const v1::RevokeLeaseRequest& req);
+  result<v1::Operation> migrate(const v1::MigrateRequest& req);
+  result<v1::Operation> get_operation(const v1::GetOperationRequest& req);
+  result<v1::Operation> cancel_operation(const v1::CancelOperationRequest& req);
+  result<v1::ReconcileResponse> reconcile(const v1::ReconcileRequest& req);
   result<v1::StatusResponse> server_status();
 
   /// Puts `size` bytes of `file` from `offset` (the whole file by default).

@@ -188,6 +188,39 @@ result<actors::list_leases> from_proto(const v1::ListLeasesRequest& req) {
   return actors::list_leases{*id};
 }
 
+result<actors::migrate_revision> from_proto(const v1::MigrateRequest& req) {
+  auto id = required_id(req.has_id(), req.id());
+  if (!id) return id.error();
+  return actors::migrate_revision{*id, req.expected_metadata_generation(), req.target(),
+                                  req.mixed_hot_ratio(), "", req.request_id()};
+}
+
+result<actors::get_operation> from_proto(const v1::GetOperationRequest& req) {
+  return actors::get_operation{req.operation_id()};
+}
+
+result<actors::cancel_operation> from_proto(const v1::CancelOperationRequest& req) {
+  return actors::cancel_operation{req.operation_id(), "", req.request_id()};
+}
+
+result<actors::reconcile_request> from_proto(const v1::ReconcileRequest& req) {
+  return actors::reconcile_request{req.dry_run()};
+}
+
+void to_proto(const actors::reconcile_report& report, v1::ReconcileResponse* out) {
+  for (const auto& d : report.decisions) {
+    auto* p = out->add_decisions();
+    *p->mutable_id() = d.id.to_proto();
+    p->set_action(d.action);
+    p->set_target(d.target);
+    p->set_reason(d.reason);
+  }
+  out->set_pressure(report.pressure);
+  out->set_relief(report.relief);
+  out->set_hot_used_bytes(report.hot_used_bytes);
+  out->set_hot_capacity_bytes(report.hot_capacity_bytes);
+}
+
 result<actors::put_request> from_proto(const v1::PutHeader& h) {
   if (!ev1::Tier_IsValid(h.tier())) return status{errc::invalid_argument, "tier is unknown"};
   actors::put_request r;

@@ -24,6 +24,11 @@ result<actors::renew_lease> from_proto(const v1::RenewLeaseRequest& req);
 result<actors::release_lease> from_proto(const v1::ReleaseLeaseRequest& req);
 result<actors::revoke_lease> from_proto(const v1::RevokeLeaseRequest& req);
 result<actors::list_leases> from_proto(const v1::ListLeasesRequest& req);
+result<actors::migrate_revision> from_proto(const v1::MigrateRequest& req);
+result<actors::get_operation> from_proto(const v1::GetOperationRequest& req);
+result<actors::cancel_operation> from_proto(const v1::CancelOperationRequest& req);
+result<actors::reconcile_request> from_proto(const v1::ReconcileRequest& req);
+void to_proto(const actors::reconcile_report& report, v1::ReconcileResponse* out);
 result<actors::put_request> from_proto(const v1::PutHeader& header);
 
 }  // namespace weightd::api

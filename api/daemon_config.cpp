@@ -1,9 +1,353 @@
 #include "api/daemon_config.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+#include <iterator>
+#include <limits>
+#include <sstream>
+
 namespace weightd::api {
 
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr uint64_t kMaxU64 = std::numeric_limits<uint64_t>::max();
+constexpr milliseconds kDay{24 * 3'600'000};
+
+// ---------------------------------------------------------------------------
+// Numbers with units
+
+struct unit {
+  std::string_view name;
+  uint64_t factor;  // in the base unit: milliseconds or bytes
+};
+
+constexpr unit kDurationUnits[] = {{"ms", 1}, {"s", 1'000}, {"m", 60'000}, {"h", 3'600'000}};
+constexpr std::string_view kDurationUnitList = "ms, s, m, h";
+
+// Both spellings of the SI kilo are common (kB is SI, KB is what most tools print).
+constexpr unit kSizeUnits[] = {
+    {"", 1},
+    {"B", 1},
+    {"kB", 1'000},
+    {"KB", 1'000},
+    {"MB", 1'000'000},
+    {"GB", 1'000'000'000},
+    {"TB", 1'000'000'000'000},
+    {"KiB", 1ull << 10},
+    {"MiB", 1ull << 20},
+    {"GiB", 1ull << 30},
+    {"TiB", 1ull << 40},
+};
+constexpr std::string_view kSizeUnitList =
+    "B, KiB, MiB, GiB, TiB (powers of 2), kB or KB, MB, GB, TB (powers of 10)";
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+std::string in_quotes(std::string_view s) { return "\"" + std::string{s} + "\""; }
+
+weightd::status invalid(std::string message) {
+  return {errc::invalid_argument, std::move(message)};
+}
+
+// Overflow-checked value = value × factor + addend.
+bool multiply_add(uint64_t& value, uint64_t factor, uint64_t addend = 0) {
+  if (factor != 0 && value > kMaxU64 / factor) return false;
+  value *= factor;
+  if (value > kMaxU64 - addend) return false;
+  value += addend;
+  return true;
+}
+
+// "1.5GiB" → number "1.5", unit "GiB" (a space between them is allowed).
+struct number_and_unit {
+  std::string_view number, unit;
+};
+number_and_unit split(std::string_view text) {
+  text = trim(text);
+  size_t end = std::min(text.find_first_not_of("0123456789."), text.size());
+  return {text.substr(0, end), trim(text.substr(end))};
+}
+
+const unit* find_unit(std::string_view name, const unit* first, const unit* last) {
+  for (const unit* u = first; u != last; ++u)
+    if (u->name == name) return u;
+  return nullptr;
+}
+
+// number × factor, exactly, in integers ("1.5" × 1000 = 1500): no binary
+// floating point rounding, and a value that is no whole number of the base
+// unit (1.0005s, 1.5B) is refused rather than silently rounded.
+// `text` and `base` (the base unit's name) are for the messages.
+result<uint64_t> scale(std::string_view number, uint64_t factor, std::string_view text,
+                       std::string_view base) {
+  size_t dot = number.find('.');
+  std::string_view whole = number.substr(0, dot);
+  std::string_view fraction = dot == std::string_view::npos ? "" : number.substr(dot + 1);
+  if (fraction.find('.') != std::string_view::npos || (whole.empty() && fraction.empty()))
+    return invalid(in_quotes(text) + " is not a number");
+  while (!fraction.empty() && fraction.back() == '0') fraction.remove_suffix(1);
+
+  // All the digits as one integer, then divided by 10^(digits after the dot).
+  uint64_t digits = 0, divisor = 1;
+  bool fits = true;
+  for (char c : whole) fits = fits && multiply_add(digits, 10, c - '0');
+  for (char c : fraction)
+    fits = fits && multiply_add(digits, 10, c - '0') && multiply_add(divisor, 10);
+  fits = fits && multiply_add(digits, factor);
+  if (!fits) return invalid(in_quotes(text) + " is too large");
+  if (digits % divisor != 0)
+    return invalid(in_quotes(text) + " is not a whole number of " + std::string{base});
+  return digits / divisor;
+}
+
+bool is_plain_count(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+std::string format_number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+// ---------------------------------------------------------------------------
+// CLI11 glue. A validator returns "" or what is wrong; CLI11 reports the
+// latter as "--flag: <message>". The transforms below rewrite a value with
+// units as a plain count ("30s" → "30000"), which CLI11 then stores into the
+// field: milliseconds into a std::chrono::milliseconds, bytes into a uint64_t.
+
+std::string to_milliseconds(std::string& text, milliseconds min, milliseconds max) {
+  auto d = parse_duration(text);
+  if (!d) return d.error().message();
+  if (*d < min || *d > max)
+    return text + " is not between " + format_duration(min) + " and " + format_duration(max);
+  text = std::to_string(d->count());
+  return "";
+}
+
+std::string to_bytes(std::string& text, uint64_t min) {
+  auto bytes = parse_size(text);
+  if (!bytes) return bytes.error().message();
+  if (*bytes < min) return text + " is less than " + format_size(min);
+  text = std::to_string(*bytes);
+  return "";
+}
+
+std::string range_text(const std::string& min, const std::string& max) {
+  return "in [" + min + ", " + max + "]";
+}
+
+/// --name DURATION into `field`; the help ends with the field's default.
+CLI::Option* add_duration(CLI::App& app, const std::string& name, milliseconds& field,
+                          milliseconds min, milliseconds max, const std::string& help) {
+  CLI::Validator check(
+      [min, max](std::string& text) { return to_milliseconds(text, min, max); },
+      range_text(format_duration(min), format_duration(max)));
+  return app.add_option(name, field, help + " (default " + format_duration(field) + ")")
+      ->transform(check)
+      ->type_name("DURATION");
+}
+
+/// The older --name-ms spelling of a duration flag: plain milliseconds, same
+/// field, same range. Both spellings on the command line (or both in the file)
+/// are an error: which one would win? (strict_config lets the command line's
+/// spelling win over the file's other one.)
+void add_milliseconds_alias(CLI::App& app, CLI::Option* flag, const std::string& name,
+                            milliseconds& field, milliseconds min, milliseconds max) {
+  CLI::Validator check(
+      [min, max, name](std::string& text) -> std::string {
+        if (!is_plain_count(text))
+          return in_quotes(text) + " is not a plain number of milliseconds (" + name +
+                 " takes units: 30s, 250ms)";
+        text += "ms";
+        return to_milliseconds(text, min, max);
+      },
+      range_text(std::to_string(min.count()), std::to_string(max.count())));
+  app.add_option(name + "-ms", field, "Same as " + name + ", in plain milliseconds")
+      ->transform(check)
+      ->type_name("MILLISECONDS")
+      ->excludes(flag);
+}
+
+/// --name SIZE into `field`; the help ends with the field's default.
+CLI::Option* add_size(CLI::App& app, const std::string& name, uint64_t& field, uint64_t min,
+                      const std::string& help) {
+  CLI::Validator check([min](std::string& text) { return to_bytes(text, min); },
+                       min == 0 ? "" : "at least " + format_size(min));
+  return app.add_option(name, field, help + " (default " + format_size(field) + ")")
+      ->transform(check)
+      ->type_name("SIZE");
+}
+
+/// The older --name-bytes spelling of a size flag: plain bytes, same field
+/// (and the same rule for giving both as add_milliseconds_alias).
+void add_bytes_alias(CLI::App& app, CLI::Option* flag, const std::string& name,
+                     uint64_t& field) {
+  CLI::Validator check(
+      [name](std::string& text) -> std::string {
+        if (!is_plain_count(text))
+          return in_quotes(text) + " is not a plain number of bytes (" + name +
+                 " takes units: 64MiB, 8GiB)";
+        return to_bytes(text, 0);  // "010" is 10 (CLI11 alone would read octal 8)
+      },
+      "");
+  app.add_option(name + "-bytes", field, "Same as " + name + ", in plain bytes")
+      ->transform(check)
+      ->type_name("BYTES")
+      ->excludes(flag);
+}
+
+/// A per-round limit that must not be 0 (a round allowed nothing makes no progress).
+const CLI::Validator kAtLeastOne(
+    [](std::string& text) -> std::string {
+      if (is_plain_count(text) && text.find_first_not_of('0') == std::string::npos)
+        return "0 is less than 1";
+      return "";  // anything else that is no count: CLI11's conversion says so
+    },
+    "at least 1");
+
+/// A fraction of the HOT tier's capacity: strictly between 0 and 1.
+const CLI::Validator kFractionOfCapacity(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      double value = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0') return in_quotes(text) + " is not a number";
+      if (value > 0 && value < 1) return "";  // (NaN fails both)
+      return text + " is not between 0 and 1 (both excluded)";
+    },
+    "in (0, 1)");
+
+/// CLI11's TOML reader, plus:
+///  - a key that is no flag, or any [section] (weightd has none), is an error
+///    naming it. CLI11 by itself would ignore both, and with
+///    allow_config_extras(error) it names an empty section as "foo.++";
+///  - a key whose other spelling was given on the command line is dropped, so
+///    `--reconcile-interval 2s` overrides `reconcile-interval-ms = 500` in the
+///    file as it would override `reconcile-interval = "500ms"` (both spellings
+///    in the file, or both on the command line, stay an error).
+/// CLI11 reads the file after the command line, so the counts seen here are
+/// the command line's.
+class strict_config : public CLI::ConfigTOML {
+ public:
+  explicit strict_config(const CLI::App& app) : app_(app) {}
+
+  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+    std::vector<CLI::ConfigItem> kept;
+    for (auto& item : CLI::ConfigTOML::from_config(input)) {
+      if (!item.parents.empty())
+        throw CLI::ConfigError("unknown config section [" + CLI::detail::join(item.parents, ".") +
+                               "]: weightd's config keys stand at the top of the file, "
+                               "without a section");
+      const CLI::Option* option = app_.get_option_no_throw("--" + item.name);
+      if (option == nullptr)
+        throw CLI::ConfigError("unknown config key \"" + item.name +
+                               "\": the keys are the long flag names without dashes, e.g. "
+                               "auto-cooldown = \"30s\"");
+      if (!other_spelling_on_command_line(*option)) kept.push_back(std::move(item));
+    }
+    return kept;
+  }
+
+ private:
+  // The aliases exclude each other (add_milliseconds_alias, add_bytes_alias).
+  static bool other_spelling_on_command_line(const CLI::Option& option) {
+    for (const CLI::Option* other : option.get_excludes())
+      if (other->count() > 0) return true;
+    return false;
+  }
+
+  const CLI::App& app_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+result<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  const std::string units = " (units: " + std::string{kDurationUnitList} + ")";
+  auto [number, unit_name] = split(text);
+  if (number.empty())
+    return invalid(in_quotes(text) + " is not a duration: write a number and a unit, e.g. 30s" +
+                   units);
+  if (unit_name.empty()) {
+    // 0 is 0 in every unit; any other bare number is ambiguous.
+    if (number.find_first_not_of("0.") == std::string_view::npos) return milliseconds{0};
+    std::string n{number};
+    return invalid(in_quotes(text) + " has no unit: write " + n + "s or " + n + "ms" + units);
+  }
+  const unit* u = find_unit(unit_name, std::begin(kDurationUnits), std::end(kDurationUnits));
+  if (!u) return invalid(in_quotes(text) + " has an unknown unit " + in_quotes(unit_name) + units);
+  auto ms = scale(number, u->factor, text, "milliseconds");
+  if (!ms) return ms.error();
+  if (*ms > static_cast<uint64_t>(std::numeric_limits<milliseconds::rep>::max()))
+    return invalid(in_quotes(text) + " is too large");
+  return milliseconds{static_cast<milliseconds::rep>(*ms)};
+}
+
+result<uint64_t> parse_size(std::string_view text) {
+  const std::string units = " (units: " + std::string{kSizeUnitList} + ")";
+  auto [number, unit_name] = split(text);
+  if (number.empty())
+    return invalid(in_quotes(text) + " is not a size: write bytes, or a number and a unit, e.g. " +
+                   "64MiB" + units);
+  const unit* u = find_unit(unit_name, std::begin(kSizeUnits), std::end(kSizeUnits));
+  if (!u) return invalid(in_quotes(text) + " has an unknown unit " + in_quotes(unit_name) + units);
+  return scale(number, u->factor, text, "bytes");
+}
+
+std::string format_duration(std::chrono::milliseconds d) {
+  if (d.count() == 0) return "0";  // what parse_duration reads without a unit
+  // Largest unit first, so 300000ms reads as 5m.
+  for (auto it = std::rbegin(kDurationUnits); it != std::rend(kDurationUnits); ++it) {
+    auto factor = static_cast<milliseconds::rep>(it->factor);
+    if (d.count() % factor == 0)
+      return std::to_string(d.count() / factor) + std::string{it->name};
+  }
+  return std::to_string(d.count()) + "ms";
+}
+
+std::string format_size(uint64_t bytes) {
+  constexpr unit kBinary[] = {{"TiB", 1ull << 40}, {"GiB", 1ull << 30}, {"MiB", 1ull << 20},
+                              {"KiB", 1ull << 10}};
+  for (const unit& u : kBinary)
+    if (bytes != 0 && bytes % u.factor == 0)
+      return std::to_string(bytes / u.factor) + std::string{u.name};
+  return std::to_string(bytes);
+}
+
+std::string validate(const daemon_config& c) {
+  // Each watermark is in (0, 1) already (its flag checks that). Promotion back
+  // to HOT waits for usage below high − 2 × ratio: that line must be above an
+  // empty tier, or nothing is ever promoted. (It implies ratio < high too.)
+  double relief = c.high_watermark - 2 * c.eviction_ratio;
+  if (!(relief > 0))
+    return "--eviction-ratio " + format_number(c.eviction_ratio) + " is too large for " +
+           "--high-watermark " + format_number(c.high_watermark) +
+           ": promotion waits for HOT usage below high-watermark - 2 x eviction-ratio = " +
+           format_number(relief) + ", which must be above 0";
+  return "";
+}
+
 void add_daemon_options(CLI::App& app, daemon_config& c) {
-  app.set_config("--config", "", "Read flags from this file (keys are the long flag names)");
+  app.set_config("--config", "",
+                 "Read flags from this TOML file: the keys are the long flag names "
+                 "(auto-cooldown = \"30s\"), without sections; an unknown key or section is "
+                 "an error. Flags on the command line win over the file, under either "
+                 "spelling (--reconcile-interval over reconcile-interval-ms)");
+  app.config_formatter(std::make_shared<strict_config>(app));
+  app.allow_config_extras(CLI::config_extras_mode::error);  // (strict_config already refuses them)
+  app.footer(
+      "DURATION: a number and a unit (ms, s, m, h), e.g. 250ms, 30s, 1.5s, 5m; a bare number "
+      "other than 0 is refused (seconds or milliseconds?).\n"
+      "SIZE: bytes, or a number and a unit: KiB, MiB, GiB, TiB (powers of 2), kB or KB, MB, GB, "
+      "TB (powers of 10), e.g. 64MiB, 8GiB.");
+
   app.add_option("--listen", c.listen, "gRPC address (loopback only in this build)")
       ->capture_default_str();
   app.add_option("--http-listen", c.http_listen, "HTTP address of /metrics and /healthz")
@@ -17,22 +361,23 @@ void add_daemon_options(CLI::App& app, daemon_config& c) {
                  "machine crash may lose the last changes (benchmarks and tests only)")
       ->check(CLI::IsMember({"sync", "nosync"}))
       ->capture_default_str();
-  app.add_option("--journal-initial-map-bytes", c.journal_initial_map_bytes,
-                 "Initial size of the journal's memory map; it doubles when full")
-      ->capture_default_str();
-  app.add_option("--journal-max-map-bytes", c.journal_max_map_bytes,
-                 "Largest size the journal may grow to")
-      ->capture_default_str();
+  auto* map = add_size(app, "--journal-initial-map", c.journal_initial_map_bytes, 0,
+                       "Initial size of the journal's memory map; it doubles when full");
+  add_bytes_alias(app, map, "--journal-initial-map", c.journal_initial_map_bytes);
+  map = add_size(app, "--journal-max-map", c.journal_max_map_bytes, 0,
+                 "Largest size the journal may grow to");
+  add_bytes_alias(app, map, "--journal-max-map", c.journal_max_map_bytes);
+
   app.add_option("--hot-dir", c.hot_dir,
                  "HOT (memory) tier directory, on tmpfs: bytes survive a daemon restart, not a "
                  "reboot (default: /dev/shm/weightd-<port>)");
-  app.add_option("--hot-capacity-bytes", c.hot_capacity_bytes,
-                 "Bytes the HOT tier may hold; eviction keeps it below the high watermark")
-      ->capture_default_str();
+  auto* hot = add_size(app, "--hot-capacity", c.hot_capacity_bytes, 0,
+                       "Bytes the HOT tier may hold; eviction keeps it below the high watermark");
+  add_bytes_alias(app, hot, "--hot-capacity", c.hot_capacity_bytes);
   app.add_option("--cold-dir", c.cold_dir, "COLD (disk) tier directory (default: <data-dir>/cold)");
-  app.add_option("--cold-capacity-bytes", c.cold_capacity_bytes,
-                 "Bytes the COLD tier may hold (0 = as much as the disk holds)")
-      ->capture_default_str();
+  auto* cold = add_size(app, "--cold-capacity", c.cold_capacity_bytes, 0,
+                        "Bytes the COLD tier may hold (0 = as much as the disk holds)");
+  add_bytes_alias(app, cold, "--cold-capacity", c.cold_capacity_bytes);
   app.add_option("--verify-on-start", c.verify_on_start,
                  "At startup, check every replica's size and checksum (checksum) or only its "
                  "size (size: faster for large COLD tiers)")
@@ -44,20 +389,73 @@ void add_daemon_options(CLI::App& app, daemon_config& c) {
   app.add_option("--snapshot-every", c.snapshot_every,
                  "Events between whole-state snapshots, which bound recovery time (0 = never)")
       ->capture_default_str();
-  app.add_option("--lease-recovery-grace-ms", c.lease_recovery_grace_ms,
-                 "After a restart, every lease live at the crash lasts at least this long, so "
-                 "its holder can renew it")
-      ->check(CLI::Range(uint64_t{0}, uint64_t{86'400'000}))
+
+  // Background work (SPEC §8). Intervals are at least 10ms so that a typo
+  // cannot make a loop spin; most durations are at most a day.
+  constexpr milliseconds kMinInterval{10};
+  auto* interval = add_duration(app, "--reconcile-interval", c.reconcile_interval, kMinInterval,
+                                milliseconds{60'000},
+                                "Time between reconciler rounds (lease expiry, abandoned "
+                                "imports, deletions, migrations, repairs)");
+  add_milliseconds_alias(app, interval, "--reconcile-interval", c.reconcile_interval,
+                         kMinInterval, milliseconds{60'000});
+  app.add_option("--reconcile-max-actions", c.reconcile_max_actions,
+                 "Most actions one reconciler round takes; the rest wait for the next round")
+      ->check(kAtLeastOne)
       ->capture_default_str();
-  app.add_option("--reconcile-interval-ms", c.reconcile_interval_ms,
-                 "Between reconciler rounds (lease expiry, drains, unfinished deletions)")
-      ->check(CLI::Range(uint64_t{10}, uint64_t{60'000}))
+  add_duration(app, "--import-abandon", c.import_abandon, kMinInterval, kDay,
+               "An IMPORTING revision idle this long is aborted by the reconciler");
+  add_duration(app, "--auto-cooldown", c.auto_cooldown, milliseconds{0}, kDay,
+               "An AUTO revision is not migrated again until this long after its last "
+               "migration ended (0 = no wait)");
+  app.add_option("--migration-round-members", c.migration_round_members,
+                 "Most members one migration round moves")
+      ->check(kAtLeastOne)
       ->capture_default_str();
+  add_size(app, "--migration-round-bytes", c.migration_round_bytes, daemon_config::MiB,
+           "Most bytes one migration round moves (at least 1MiB)");
+  app.add_option("--high-watermark", c.high_watermark,
+                 "HOT usage (held + reserved) above this fraction of its capacity is pressure: "
+                 "eviction and AUTO demotion start")
+      ->check(kFractionOfCapacity)
+      ->capture_default_str();
+  app.add_option("--eviction-ratio", c.eviction_ratio,
+                 "Eviction frees HOT down to high-watermark - ratio; a revision is promoted back "
+                 "only while usage stays below high-watermark - 2 x ratio")
+      ->check(kFractionOfCapacity)
+      ->capture_default_str();
+  // A rate: a size per second, "/s" optional.
+  CLI::Validator rate([](std::string& text) {
+    std::string_view size = trim(text);
+    if (size.size() >= 2 && size.substr(size.size() - 2) == "/s") size.remove_suffix(2);
+    text = std::string{size};
+    return to_bytes(text, 0);
+  }, "");
+  app.add_option("--scrub-rate", c.scrub_rate_bytes,
+                 "Bytes per second the background scrub re-reads against their checksums, e.g. "
+                 "64MiB or 64MiB/s (0 = no scrub; default " + format_size(c.scrub_rate_bytes) +
+                 "/s)")
+      ->transform(rate)
+      ->type_name("SIZE[/s]");
+  add_duration(app, "--object-read-lease", c.object_read_lease, milliseconds{0}, kDay,
+               "A Get protects the object from a non-forced Remove this long");
+  auto* grace = add_duration(app, "--lease-recovery-grace", c.lease_recovery_grace,
+                             milliseconds{0}, kDay,
+                             "After a restart, every lease live at the crash lasts at least this "
+                             "long, so its holder can renew it");
+  add_milliseconds_alias(app, grace, "--lease-recovery-grace", c.lease_recovery_grace,
+                         milliseconds{0}, kDay);
+
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
   app.add_option("--threads", c.threads, "Actor worker threads (0 = number of cores)")
       ->capture_default_str();
+
+  // After every flag and the config file are in: the checks across flags.
+  app.parse_complete_callback([&c] {
+    if (auto error = validate(c); !error.empty()) throw CLI::ValidationError(error);
+  });
 }
 
 }  // namespace weightd::api

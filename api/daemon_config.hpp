@@ -1,36 +1,62 @@
 // The daemon's configuration: flags and an optional config file (CLI11; the
-// file uses the flags' long names as keys, TOML/INI syntax). Defaults are
-// SPEC §8's.
+// file uses the flags' long names as keys, TOML/INI syntax, no sections).
+//
+// The struct's initializers are the one home of every default (SPEC §8); the
+// flags' help texts print them from there. Durations are milliseconds and
+// sizes are bytes inside the program; on the command line and in the config
+// file both take units (SPEC §10): `30s`, `250ms`, `5m`, `64MiB`, `8GiB`.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
+#include "events/status.hpp"
 #include "persistence/journal_backend.hpp"
 
 namespace weightd::api {
 
 struct daemon_config {
+  using milliseconds = std::chrono::milliseconds;
+  static constexpr uint64_t MiB = 1ull << 20;
+  static constexpr uint64_t GiB = 1ull << 30;
+
   std::string listen = "127.0.0.1:7070";
   std::string http_listen = "127.0.0.1:7071";
   std::string data_dir = "./var";
   std::string journal_dir;  // default: <data_dir>/journal
   std::string journal_sync = "sync";
-  uint64_t journal_initial_map_bytes = 64ull << 20;
-  uint64_t journal_max_map_bytes = 1ull << 40;
+  uint64_t journal_initial_map_bytes = 64 * MiB;
+  uint64_t journal_max_map_bytes = 1024 * GiB;
   std::string hot_dir;  // default: /dev/shm/weightd-<port of --listen>
-  uint64_t hot_capacity_bytes = 1ull << 30;
+  uint64_t hot_capacity_bytes = 1 * GiB;
   std::string cold_dir;  // default: <data_dir>/cold
-  uint64_t cold_capacity_bytes = 0;
+  uint64_t cold_capacity_bytes = 0;  // 0 = as much as the disk holds
   std::string verify_on_start = "checksum";
   unsigned io_workers = 4;
-  uint64_t snapshot_every = 10'000;
-  uint64_t lease_recovery_grace_ms = 10'000;
-  uint64_t reconcile_interval_ms = 1'000;
+  uint64_t snapshot_every = 10'000;  // events between whole-state snapshots (0 = never)
   std::string log_level = "info";
   unsigned threads = 0;  // CAF workers; 0 = number of cores
+
+  // Reconciler: a bounded round every interval; IMPORTING revisions idle this
+  // long are aborted; an AUTO revision waits the cooldown after its last migration.
+  milliseconds reconcile_interval{1'000};
+  uint32_t reconcile_max_actions = 64;
+  milliseconds import_abandon{5 * 60'000};
+  milliseconds auto_cooldown{30'000};
+  // One migration round moves at most this many members and bytes.
+  uint32_t migration_round_members = 64;
+  uint64_t migration_round_bytes = 1 * GiB;
+  // HOT pressure above the high watermark; eviction goes down to high − ratio,
+  // promotion only under high − 2 × ratio (so the two never oscillate).
+  double high_watermark = 0.90;
+  double eviction_ratio = 0.05;
+  uint64_t scrub_rate_bytes = 64 * MiB;  // bytes re-checked per second (0 = no scrub)
+  milliseconds object_read_lease{10'000};     // a Get protects the object this long
+  milliseconds lease_recovery_grace{10'000};  // leases live at a crash last at least this long
 
   std::string journal_path() const {
     return journal_dir.empty() ? data_dir + "/journal" : journal_dir;
@@ -46,7 +72,30 @@ struct daemon_config {
   }
 };
 
-/// Declares every flag on `app` (and --config for a file of them).
+/// Declares every flag on `app` (and --config for a file of them). After a
+/// parse, `config` holds the values, already checked with validate(): a bad
+/// value or combination fails the parse with an error naming the flag, and so
+/// does an unknown key or section in the config file.
 void add_daemon_options(CLI::App& app, daemon_config& config);
+
+/// The checks that involve more than one flag (each flag's own range is
+/// checked as it is parsed). "" when the combination is fine, else what is
+/// wrong, naming the flags.
+std::string validate(const daemon_config& config);
+
+/// "250ms", "30s", "5m", "1h", "1.5s" (a whole number of milliseconds). A
+/// bare number is refused — is `30` seconds or milliseconds? — except `0`.
+result<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+/// A byte count: "4096" (bytes), "64KiB", "1MiB", "8GiB", "1TiB" (powers of 2),
+/// "1kB"/"1KB", "1MB", "1GB", "1TB" (powers of 10), "512B"; "1.5GiB" when it is
+/// a whole number of bytes.
+result<uint64_t> parse_size(std::string_view text);
+
+/// The shortest exact spelling parse_duration reads back: "5m", "30s", "250ms".
+std::string format_duration(std::chrono::milliseconds d);
+
+/// The shortest exact spelling parse_size reads back: "1GiB", "64MiB", "1000".
+std::string format_size(uint64_t bytes);
 
 }  // namespace weightd::api

@@ -1,5 +1,7 @@
 #include "api/metrics.hpp"
 
+#include "api/format.hpp"
+
 #include <httplib.h>
 #include <spdlog/fmt/fmt.h>
 
@@ -151,6 +153,19 @@ std::string metrics_server::render() {
            "# TYPE weightd_guard_skips_total counter\n";
     for (const auto& [op, n] : ss->guard_skips)
       out += fmt::format("weightd_guard_skips_total{{op=\"{}\"}} {}\n", op, n);
+    auto counter = [&](const char* name, const char* help, uint64_t value) {
+      out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, value);
+    };
+    counter("weightd_spills_total",
+            "Puts of an importing revision's members written to COLD because HOT was full.",
+            ss->spills);
+    counter("weightd_hot_allocation_failures_total",
+            "HOT reservations refused even after eviction (they count as memory pressure).",
+            ss->hot_allocation_failures);
+    out += "# HELP weightd_migrated_bytes_total Bytes copied between the tiers by migrations.\n"
+           "# TYPE weightd_migrated_bytes_total counter\n";
+    out += fmt::format("weightd_migrated_bytes_total{{to=\"HOT\"}} {}\n", ss->copied_to_hot_bytes);
+    out += fmt::format("weightd_migrated_bytes_total{{to=\"COLD\"}} {}\n", ss->copied_to_cold_bytes);
   }
   if (auto rs = ask<actors::registry_stats>(*sys_, node_->registry(), actors::stats_atom::value)) {
     out += "# HELP weightd_revisions Revisions by availability.\n# TYPE weightd_revisions gauge\n";
@@ -159,6 +174,26 @@ std::string metrics_server::render() {
     out += "# HELP weightd_leases Revision leases not yet released, expired or revoked.\n"
            "# TYPE weightd_leases gauge\n";
     out += fmt::format("weightd_leases {}\n", rs->live_leases);
+    out += "# HELP weightd_revisions_by_residency READY and DEGRADED revisions by residency.\n"
+           "# TYPE weightd_revisions_by_residency gauge\n";
+    for (const auto& [residency, n] : rs->residency)
+      out += fmt::format("weightd_revisions_by_residency{{residency=\"{}\"}} {}\n",
+                         short_enum_name(events::v1::Residency_descriptor()
+                                             ->FindValueByName(residency)->number(),
+                                         events::v1::Residency_descriptor()),
+                         n);
+    out += "# HELP weightd_operations Operations by state (terminal ones since the start).\n"
+           "# TYPE weightd_operations gauge\n";
+    for (const auto& [state, n] : rs->operations)
+      out += fmt::format("weightd_operations{{state=\"{}\"}} {}\n", state, n);
+    auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch()).count();
+    out += "# HELP weightd_oldest_running_operation_seconds Age of the oldest RUNNING operation (0 = none).\n"
+           "# TYPE weightd_oldest_running_operation_seconds gauge\n";
+    out += fmt::format("weightd_oldest_running_operation_seconds {:.3f}\n",
+                       rs->oldest_running_operation_ms
+                           ? static_cast<double>(now_ms - rs->oldest_running_operation_ms) / 1000.0
+                           : 0.0);
   }
   return out;
 }

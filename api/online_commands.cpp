@@ -8,7 +8,10 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <optional>
+#include <set>
 
+#include "actors/mixed_planner.hpp"
 #include "api/format.hpp"
 #include "api/lease_commands.hpp"
 #include "api/online_support.hpp"
@@ -27,8 +30,20 @@ constexpr int kExitInterrupted = 130;                          // 128 + SIGINT, 
 }  // namespace
 
 int import_dir(const online_options& o, const std::string& dir, const std::string& text,
-               std::ostream& out, std::ostream& err) {
+               const policy_args& policy, std::ostream& out, std::ostream& err) {
   client c{o.connection};
+  std::optional<ev1::Policy> requested;  // none given: the daemon's default
+  if (!policy.preferred.empty() || !policy.mode.empty() || policy.mixed_hot_ratio != 0) {
+    requested.emplace();
+    auto preferred = parse_residency(policy.preferred.empty() ? "HOT" : policy.preferred, "--preferred");
+    if (!preferred) return fail(err, preferred.error());
+    requested->set_preferred_residency(*preferred);
+    requested->set_mixed_hot_ratio(policy.mixed_hot_ratio ? policy.mixed_hot_ratio : 0.5);
+    int mode = parse_enum_name(policy.mode.empty() ? "AUTO" : policy.mode, "MIGRATION_",
+                               ev1::MigrationMode_descriptor());
+    if (mode < 0) return fail(err, {errc::invalid_argument, "--mode must be AUTO, MANUAL or PINNED"});
+    requested->set_migration_mode(static_cast<ev1::MigrationMode>(mode));
+  }
   auto parsed = events::parse_canonical_text(text);
   if (!parsed) return fail(err, parsed.error());
   auto id = *parsed;
@@ -73,8 +88,21 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
   begin.set_expected_payload_count(keys.size());
   begin.set_expected_logical_bytes(std::max<uint64_t>(total, 1));
   begin.set_affinity_count(static_cast<uint64_t>(manifest.files_size()));
+  if (requested) *begin.mutable_policy() = *requested;
   auto begun = c.begin_import(begin);
   if (!begun) return fail(err, begun.error());
+  // Each file (an affinity unit) goes straight to the tier its policy gives
+  // it: all COLD, all HOT, or the MIXED planner's choice (SPEC §2 Spill).
+  std::set<std::string> hot_files;
+  auto preferred = begun->policy().preferred_residency();
+  for (const auto& f : manifest.files())
+    if (preferred == ev1::RESIDENCY_HOT) hot_files.insert(f.path());
+  if (preferred == ev1::RESIDENCY_MIXED) {
+    std::vector<actors::planner_unit> units;
+    for (const auto& f : manifest.files()) units.push_back({f.path(), f.size()});
+    auto plan = actors::plan_mixed(std::move(units), begun->policy().mixed_hot_ratio());
+    if (plan) hot_files.insert(plan->hot.begin(), plan->hot.end());
+  }
 
   std::vector<std::string> uploaded;
   auto abort_with = [&](const status& why) {
@@ -112,6 +140,7 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
       h.set_group_id(group);
       h.set_data_type(ev1::DATA_TYPE_WEIGHT);
       h.set_affinity_id(f.path());
+      h.set_tier(hot_files.count(f.path()) ? ev1::TIER_HOT : ev1::TIER_COLD);
       auto put = c.put_file(h, fs::path(dir) / f.path(), chunk.offset(), chunk.size(),
                             [&](uint64_t d) { bar.show(done_before + d, f.path()); });
       if (!put) {
@@ -331,21 +360,13 @@ int update_policy(const online_options& o, const std::string& text, const policy
   auto rev = read_revision(c, text, true);
   if (!rev) return fail(err, rev.error());
   auto policy = rev->view.policy();
-  auto pick = [](const std::string& text, const std::string& prefix,
-                 const google::protobuf::EnumDescriptor* d) -> int {
-    std::string upper;
-    for (char ch : text) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    const auto* v = d->FindValueByName(prefix + upper);
-    return v ? v->number() : -1;
-  };
   if (!a.preferred.empty()) {
-    int r = pick(a.preferred, "RESIDENCY_", ev1::Residency_descriptor());
-    if (r != ev1::RESIDENCY_HOT && r != ev1::RESIDENCY_COLD && r != ev1::RESIDENCY_MIXED)
-      return fail(err, {errc::invalid_argument, "--preferred must be HOT, COLD or MIXED"});
-    policy.set_preferred_residency(static_cast<ev1::Residency>(r));
+    auto r = parse_residency(a.preferred, "--preferred");
+    if (!r) return fail(err, r.error());
+    policy.set_preferred_residency(*r);
   }
   if (!a.mode.empty()) {
-    int m = pick(a.mode, "MIGRATION_", ev1::MigrationMode_descriptor());
+    int m = parse_enum_name(a.mode, "MIGRATION_", ev1::MigrationMode_descriptor());
     if (m < 0) return fail(err, {errc::invalid_argument, "--mode must be AUTO, MANUAL or PINNED"});
     policy.set_migration_mode(static_cast<ev1::MigrationMode>(m));
   }

@@ -15,11 +15,6 @@ struct online_options {
   std::string tenant = "default";
 };
 
-/// Uploads a model directory as a revision: every file as payload objects of
-/// at most 64 MiB (one affinity unit per file), the manifest last, then
-/// commit; on any failure the import is aborted and the uploads removed.
-int import_dir(const online_options& o, const std::string& dir, const std::string& id,
-               std::ostream& out, std::ostream& err);
 
 /// Downloads a revision into `dir`, verifying every file's sha256; files are
 /// written under a temporary name and renamed when complete.
@@ -40,6 +35,14 @@ struct policy_args {
   double mixed_hot_ratio = 0;  // 0 = keep
   std::string mode;       // AUTO, MANUAL, PINNED ("" = keep)
 };
+/// Uploads a model directory as a revision: every file as payload objects of
+/// at most 64 MiB (one affinity unit per file, written to the tier the
+/// policy gives it), the manifest last, then commit; on any failure the
+/// import is aborted and the uploads removed. `policy` empty = the daemon's
+/// default policy.
+int import_dir(const online_options& o, const std::string& dir, const std::string& id,
+               const policy_args& policy, std::ostream& out, std::ostream& err);
+
 /// UpdatePolicy: changes the named parts of the revision's policy.
 int update_policy(const online_options& o, const std::string& id, const policy_args& a,
                   std::ostream& out, std::ostream& err);

@@ -71,4 +71,20 @@ void progress_line::end() {
   if (tty) fmt::print(stderr, "\n");
 }
 
+int parse_enum_name(const std::string& text, const std::string& prefix,
+                    const google::protobuf::EnumDescriptor* d) {
+  std::string upper;
+  for (char ch : text) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  const auto* v = d->FindValueByName(prefix + upper);
+  return v ? v->number() : -1;
+}
+
+result<events::v1::Residency> parse_residency(const std::string& text, const std::string& flag) {
+  int r = parse_enum_name(text, "RESIDENCY_", events::v1::Residency_descriptor());
+  if (r != events::v1::RESIDENCY_HOT && r != events::v1::RESIDENCY_COLD &&
+      r != events::v1::RESIDENCY_MIXED)
+    return status{errc::invalid_argument, flag + " must be HOT, COLD or MIXED, not '" + text + "'"};
+  return static_cast<events::v1::Residency>(r);
+}
+
 }  // namespace weightd::api

@@ -33,6 +33,14 @@ struct current_revision {
 /// resolve() + GetRevision; hidden states too unless ready_only.
 result<current_revision> read_revision(client& c, const std::string& text, bool ready_only);
 
+/// The enum value a user typed ("cold", "HOT") with the proto's prefix
+/// ("RESIDENCY_"); -1 when it names none.
+int parse_enum_name(const std::string& text, const std::string& prefix,
+                    const google::protobuf::EnumDescriptor* descriptor);
+
+/// --preferred/--to as a residency: HOT, COLD or MIXED, else INVALID_ARGUMENT naming `flag`.
+result<events::v1::Residency> parse_residency(const std::string& text, const std::string& flag);
+
 /// Progress on stderr when it is a terminal: bytes, rate, ETA.
 struct progress_line {
   uint64_t total;

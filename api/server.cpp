@@ -60,6 +60,10 @@ std::function<void(actors::lease_view&)> lease_into(v1::Lease* resp) {
   return [resp](actors::lease_view& l) { to_proto(l, resp); };
 }
 
+std::function<void(events::operation_record&)> operation_into(v1::Operation* resp) {
+  return [resp](events::operation_record& op) { to_proto(op, resp); };
+}
+
 class weight_service final : public v1::WeightService::CallbackService {
  public:
   weight_service(caf::actor_system& sys, actors::node& node, server_options o)
@@ -130,6 +134,24 @@ class weight_service final : public v1::WeightService::CallbackService {
     return command<actors::lease_list>(ctx, *req, [resp](actors::lease_list& list) {
       for (const auto& l : list.leases) to_proto(l, resp->add_leases());
     });
+  }
+  ServerUnaryReactor* Migrate(CallbackServerContext* ctx, const v1::MigrateRequest* req,
+                              v1::Operation* resp) override {
+    return command<events::operation_record>(ctx, *req, operation_into(resp));
+  }
+  ServerUnaryReactor* GetOperation(CallbackServerContext* ctx, const v1::GetOperationRequest* req,
+                                   v1::Operation* resp) override {
+    return command<events::operation_record>(ctx, *req, operation_into(resp));
+  }
+  ServerUnaryReactor* CancelOperation(CallbackServerContext* ctx,
+                                      const v1::CancelOperationRequest* req,
+                                      v1::Operation* resp) override {
+    return command<events::operation_record>(ctx, *req, operation_into(resp));
+  }
+  ServerUnaryReactor* Reconcile(CallbackServerContext* ctx, const v1::ReconcileRequest* req,
+                                v1::ReconcileResponse* resp) override {
+    return command<actors::reconcile_report>(
+        ctx, *req, [resp](actors::reconcile_report& r) { to_proto(r, resp); });
   }
 
  private:

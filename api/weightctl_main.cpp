@@ -10,6 +10,7 @@
 #include "api/lease_commands.hpp"
 #include "api/object_commands.hpp"
 #include "api/online_commands.hpp"
+#include "api/operation_commands.hpp"
 
 int main(int argc, char** argv) {
   using namespace weightd::api;
@@ -34,6 +35,13 @@ int main(int argc, char** argv) {
                          "The revision: [tenant:]ns/resource@revision[#generation]; without "
                          "#generation the next one")
       ->required();
+  policy_args import_policy;
+  import_cmd->add_option("--preferred", import_policy.preferred,
+                         "Preferred residency HOT, COLD or MIXED: files are written straight to "
+                         "the tier it gives them (default: the daemon's, HOT)");
+  import_cmd->add_option("--ratio", import_policy.mixed_hot_ratio,
+                         "MIXED: the share of bytes kept HOT, in (0,1) (default 0.5)");
+  import_cmd->add_option("--mode", import_policy.mode, "Migration mode AUTO, MANUAL or PINNED");
   auto* export_cmd = app.add_subcommand(
       "export", "Download a revision into a directory, verifying every file's sha256");
   export_cmd->add_option("ID", id, "The revision (without #generation: the highest READY)")
@@ -59,6 +67,28 @@ int main(int argc, char** argv) {
   policy_cmd->add_option("--preferred", policy.preferred, "Preferred residency: HOT, COLD or MIXED");
   policy_cmd->add_option("--ratio", policy.mixed_hot_ratio, "MIXED: the share of bytes kept HOT, in (0,1)");
   policy_cmd->add_option("--mode", policy.mode, "Migration mode: AUTO, MANUAL or PINNED");
+  migrate_args migrate;
+  auto* migrate_cmd = app.add_subcommand(
+      "migrate", "Move a revision between memory and disk as whole units (an operation)");
+  migrate_cmd->add_option("ID", id, "The revision (without #generation: the highest READY)")->required();
+  migrate_cmd->add_option("--to", migrate.to, "Target residency: HOT, COLD or MIXED")->required();
+  migrate_cmd->add_option("--ratio", migrate.ratio,
+                          "MIXED: the share of bytes kept HOT, in (0,1) (default: the policy's)");
+  migrate_cmd->add_flag("--wait", migrate.wait, "Follow the operation until it ends");
+  auto* op_cmd = app.add_subcommand("op", "Operations (migrations): show, cancel, list");
+  op_cmd->require_subcommand(1);
+  uint64_t operation_id = 0;
+  auto* op_show_cmd = op_cmd->add_subcommand("show", "One operation, finished ones too");
+  op_show_cmd->add_option("OPERATION_ID", operation_id, "The operation")->required();
+  auto* op_cancel_cmd = op_cmd->add_subcommand(
+      "cancel", "Stop an operation at its next unit boundary (every unit stays whole)");
+  op_cancel_cmd->add_option("OPERATION_ID", operation_id, "The operation")->required();
+  auto* op_ls_cmd = op_cmd->add_subcommand("ls", "Running operations of a namespace");
+  op_ls_cmd->add_option("--ns", ns, "Namespace")->capture_default_str();
+  bool dry_run = false;
+  auto* reconcile_cmd = app.add_subcommand(
+      "reconcile", "Run a reconciler round now (with --dry-run: what it would decide and why)");
+  reconcile_cmd->add_flag("--dry-run", dry_run, "Report the next round's decisions, take none");
   std::vector<std::string> keys;
   auto* abort_cmd = app.add_subcommand(
       "abort", "Abort an IMPORTING revision: remove its group and the keys given");
@@ -166,7 +196,12 @@ int main(int argc, char** argv) {
   replay.json = replay.json || json;
   verify.json = verify.json || json;
   history.json = history.json || json;
-  if (*import_cmd) return import_dir(online, dir, id, std::cout, std::cerr);
+  if (*import_cmd) return import_dir(online, dir, id, import_policy, std::cout, std::cerr);
+  if (*migrate_cmd) return migrate_revision(online, id, migrate, std::cout, std::cerr);
+  if (*op_show_cmd) return show_operation(online, operation_id, std::cout, std::cerr);
+  if (*op_cancel_cmd) return cancel_operation(online, operation_id, std::cout, std::cerr);
+  if (*op_ls_cmd) return list_operations(online, ns, std::cout, std::cerr);
+  if (*reconcile_cmd) return reconcile(online, dry_run, std::cout, std::cerr);
   if (*export_cmd) return export_dir(online, id, dir, std::cout, std::cerr);
   if (*ls_cmd) return list_revisions(online, ns, resource, all_states, std::cout, std::cerr);
   if (*show_cmd) return show_revision(online, id, std::cout, std::cerr);

@@ -63,8 +63,16 @@ int main(int argc, char** argv) {
   node_config.cold = {events::v1::TIER_COLD, config.cold_path(), config.cold_capacity_bytes, true};
   node_config.io_workers = config.io_workers;
   node_config.snapshot_every = config.snapshot_every;
-  node_config.lease_recovery_grace_ms = static_cast<int64_t>(config.lease_recovery_grace_ms);
-  node_config.reconcile_interval = std::chrono::milliseconds(config.reconcile_interval_ms);
+  node_config.lease_recovery_grace_ms = config.lease_recovery_grace.count();
+  node_config.reconciler.interval = config.reconcile_interval;
+  node_config.reconciler.max_actions = config.reconcile_max_actions;
+  node_config.reconciler.auto_cooldown_ms = config.auto_cooldown.count();
+  node_config.migration.round_members = config.migration_round_members;
+  node_config.migration.round_bytes = config.migration_round_bytes;
+  node_config.objects.read_lease = config.object_read_lease;
+  node_config.objects.put_timeout = config.import_abandon;  // an abandoned put is reclaimed then
+  node_config.objects.high_watermark = config.high_watermark;
+  node_config.objects.eviction_ratio = config.eviction_ratio;
   node_config.verify_checksums_on_start = config.verify_on_start == "checksum";
   node_config.version = WEIGHTD_VERSION;
   auto started = actors::node::start(sys, node_config);

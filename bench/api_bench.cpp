@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
   double import_s = best(
       [&](int r) {
         auto id = "default/bench-model@main#" + std::to_string(r + 1);
-        if (api::import_dir(o, model.string(), id, out, err) != 0) fail("import: " + err.str());
+        if (api::import_dir(o, model.string(), id, {}, out, err) != 0) fail("import: " + err.str());
       },
       [&] {});
   auto exported = dir.data / "exported";

@@ -1,5 +1,7 @@
 #include "events/identity.hpp"
 
+#include <limits>
+
 #include <algorithm>
 
 #include "events/digest.hpp"
@@ -76,11 +78,9 @@ result<revision_key> parse_canonical_text(const std::string& text) {
   rest = rest.substr(at + 1);
   auto hash = rest.rfind('#');
   if (hash != std::string::npos) {
-    auto digits = rest.substr(hash + 1);
-    if (digits.empty() || digits.size() > 20 ||
-        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      return bad("the generation after '#' is not a number");
-    key.generation = std::stoull(digits);
+    auto generation = parse_decimal(rest.substr(hash + 1));
+    if (!generation) return bad("the generation after '#' is not a number");
+    key.generation = *generation;
     if (key.generation == 0) return bad("generation 0");
     rest = rest.substr(0, hash);
   }
@@ -88,6 +88,18 @@ result<revision_key> parse_canonical_text(const std::string& text) {
   for (auto* part : {&key.tenant, &key.ns, &key.resource, &key.revision})
     if (part->empty()) return bad("an empty part");
   return key;
+}
+
+std::optional<uint64_t> parse_decimal(std::string_view digits) {
+  if (digits.empty() || digits.size() > 20) return std::nullopt;
+  uint64_t value = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    auto d = static_cast<uint64_t>(c - '0');
+    if (value > (std::numeric_limits<uint64_t>::max() - d) / 10) return std::nullopt;  // overflow
+    value = value * 10 + d;
+  }
+  return value;
 }
 
 std::string revision_stream(const revision_key& id) { return "revision|" + canonical_text(id); }

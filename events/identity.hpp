@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -46,6 +48,10 @@ result<revision_key> checked_revision_key(const v1::RevisionId& id, const std::s
 
 /// "[tenant:]ns/resource@revision#generation" (tenant omitted when "default").
 std::string canonical_text(const revision_key& id);
+
+/// A decimal uint64 of 1..20 digits without sign or spaces; nullopt for
+/// anything else, overflow included (client input never reaches std::stoull).
+std::optional<uint64_t> parse_decimal(std::string_view digits);
 
 /// Parses the canonical text; `#generation` may be omitted (generation 0 =
 /// "the highest live one", resolved by the caller).

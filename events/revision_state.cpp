@@ -45,7 +45,7 @@ bool operator==(const operation_record& a, const operation_record& b) {
          a.total_units == b.total_units && a.processed_bytes == b.processed_bytes &&
          a.total_bytes == b.total_bytes && a.cursor == b.cursor && a.state == b.state &&
          a.message == b.message && a.started_at_ms == b.started_at_ms &&
-         a.updated_at_ms == b.updated_at_ms;
+         a.updated_at_ms == b.updated_at_ms && a.automatic == b.automatic && a.reason == b.reason;
 }
 
 bool operator==(const revision_record& a, const revision_record& b) {
@@ -125,6 +125,8 @@ status start_operation(revision_index& index, revision_record& r, const v1::Enve
   o.total_units = op.total_units();
   o.total_bytes = op.total_bytes();
   o.started_at_ms = o.updated_at_ms = e.timestamp_ms();
+  o.automatic = op.automatic();
+  o.reason = op.reason();
   index.operations[o.id] = o;
   index.last_operation_id = std::max(index.last_operation_id, o.id);
   r.operation_id = o.id;
@@ -140,7 +142,7 @@ status end_operation(revision_index& index, revision_record& r, const v1::Envelo
   it->second.message = message;
   it->second.updated_at_ms = e.timestamp_ms();
   r.operation_id = 0;
-  touch(r, e, r.last_request_digest);
+  if (!it->second.automatic) touch(r, e, r.last_request_digest);
   return {};
 }
 
@@ -206,8 +208,8 @@ status evolve_revisions(revision_index& index, const v1::Envelope& e) {
       const auto& p = e.import_committed();
       if (r.availability != v1::IMPORTING) return refuse(e, "not IMPORTING");
       r.availability = v1::READY;
-      r.residency = v1::RESIDENCY_HOT;
-      r.observed_hot_ratio = 1.0;
+      r.residency = p.residency() == v1::RESIDENCY_UNKNOWN ? v1::RESIDENCY_HOT : p.residency();
+      r.observed_hot_ratio = p.residency() == v1::RESIDENCY_UNKNOWN ? 1.0 : p.observed_hot_ratio();
       r.manifest = manifest_ref::from_proto(p.manifest());
       r.payload_keys.assign(p.payload_keys().begin(), p.payload_keys().end());
       r.affinity_units = p.affinity_units();
@@ -260,15 +262,15 @@ status evolve_revisions(revision_index& index, const v1::Envelope& e) {
       touch(r, e, r.last_request_digest);
       return {};
     }
-    case P::kResidencyObserved:
+    case P::kResidencyObserved:  // observed, like operation progress: no generation change
       if (!r.visible()) return refuse(e, "not READY or DEGRADED");
       r.residency = e.residency_observed().residency();
       r.observed_hot_ratio = e.residency_observed().observed_hot_ratio();
-      touch(r, e, r.last_request_digest);
+      r.updated_at_ms = e.timestamp_ms();
       return {};
     case P::kOperationStarted:
       if (!r.visible()) return refuse(e, "not READY or DEGRADED");
-      touch(r, e, r.last_request_digest);
+      if (!e.operation_started().automatic()) touch(r, e, e.operation_started().request_digest());
       return start_operation(index, r, e, e.operation_started());
     case P::kOperationProgressed: {  // progress does not change the record's generation
       const auto& p = e.operation_progressed();
@@ -293,7 +295,9 @@ status evolve_revisions(revision_index& index, const v1::Envelope& e) {
                            operation_state::failed, e.operation_failed().message());
     case P::kOperationCancelled:
       return end_operation(index, r, e, e.operation_cancelled().operation_id(),
-                           operation_state::cancelled, "cancelled");
+                           operation_state::cancelled,
+                           e.operation_cancelled().message().empty() ? "cancelled"
+                                                                     : e.operation_cancelled().message());
     case P::kLeaseGranted: {  // leases never change the generation (SPEC §3)
       const auto& p = e.lease_granted();
       if (r.availability != v1::READY || r.draining())

@@ -55,6 +55,8 @@ struct operation_record {
   operation_state state = operation_state::running;
   std::string message;
   int64_t started_at_ms = 0, updated_at_ms = 0;
+  bool automatic = false;  // the system started it: neither its start nor its end changes the generation
+  std::string reason;      // why the system started it
   friend bool operator==(const operation_record& a, const operation_record& b);
 };
 

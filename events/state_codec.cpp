@@ -72,6 +72,8 @@ std::string encode_state(const store_state& s) {
     p->set_message(o.message);
     p->set_started_at_ms(o.started_at_ms);
     p->set_updated_at_ms(o.updated_at_ms);
+    p->set_automatic(o.automatic);
+    p->set_reason(o.reason);
   }
   out.set_last_operation_id(s.revisions.last_operation_id);
   out.set_last_lease_id(s.revisions.last_lease_id);
@@ -141,6 +143,8 @@ result<store_state> decode_state(std::string_view bytes) {
     o.message = p.message();
     o.started_at_ms = p.started_at_ms();
     o.updated_at_ms = p.updated_at_ms();
+    o.automatic = p.automatic();
+    o.reason = p.reason();
     s.revisions.operations.emplace(o.id, std::move(o));
   }
   s.revisions.last_operation_id = in.last_operation_id();

@@ -21,7 +21,8 @@ struct running_daemon {
   /// Starts weightd with its data (and HOT tier, in hot/) under `dir` and
   /// waits until it answers `weightctl status`.
   explicit running_daemon(const std::filesystem::path& dir,
-                          const std::string& hot_capacity = "1073741824") {
+                          const std::string& hot_capacity = "1073741824",
+                          const std::string& cold_capacity = "0") {
     address = "127.0.0.1:" + std::to_string(api::free_loopback_port());
     auto http = "127.0.0.1:" + std::to_string(api::free_loopback_port());
     pid = fork();
@@ -30,7 +31,8 @@ struct running_daemon {
       auto data = dir.string(), hot = (dir / "hot").string();
       execl(WEIGHTD_DAEMON, WEIGHTD_DAEMON, "--data-dir", data.c_str(), "--hot-dir", hot.c_str(),
             "--listen", address.c_str(), "--http-listen", http.c_str(),
-            "--hot-capacity-bytes", hot_capacity.c_str(), "--log-level", "warn",
+            "--hot-capacity-bytes", hot_capacity.c_str(), "--cold-capacity-bytes",
+            cold_capacity.c_str(), "--log-level", "warn",
             static_cast<char*>(nullptr));
       _exit(127);
     }

@@ -215,10 +215,10 @@ TEST_CASE_FIXTURE(api_fixture, "api: every error reaches the client with its sta
   CHECK(short_put.code() == errc::invalid_argument);
   CHECK(short_put.message().find("size:") == 0);
 
-  v1::MigrateRequest migrate;
-  v1::Operation out;
+  v1::BeginUpsertRequest upsert;
+  v1::UpsertClaim out;
   grpc::ClientContext mctx;
-  CHECK(weights->Migrate(&mctx, migrate, &out).error_code() == grpc::StatusCode::UNIMPLEMENTED);
+  CHECK(weights->BeginUpsert(&mctx, upsert, &out).error_code() == grpc::StatusCode::UNIMPLEMENTED);
 }
 
 TEST_CASE_FIXTURE(api_fixture, "api: /metrics counts calls by RPC and code, /healthz answers") {
@@ -366,6 +366,31 @@ TEST_CASE_FIXTURE(api_fixture, "api: malformed requests of every RPC get INVALID
   {
     v1::ListLeasesRequest r;
     weight_call("ListLeases", "id", &W::ListLeases, r, v1::ListLeasesResponse{});
+  }
+  {
+    v1::MigrateRequest r;
+    weight_call("Migrate", "id", &W::Migrate, r, v1::Operation{});
+    *r.mutable_id() = id_with("m");
+    r.set_target(events::v1::RESIDENCY_ABSENT);
+    weight_call("Migrate", "target", &W::Migrate, r, v1::Operation{});
+    r.set_target(events::v1::RESIDENCY_MIXED);
+    r.set_mixed_hot_ratio(1.5);
+    weight_call("Migrate", "mixed_hot_ratio", &W::Migrate, r, v1::Operation{});
+  }
+  {
+    v1::GetOperationRequest r;
+    weight_call("GetOperation", "operation_id", &W::GetOperation, r, v1::Operation{});
+  }
+  {
+    v1::CancelOperationRequest r;
+    weight_call("CancelOperation", "operation_id", &W::CancelOperation, r, v1::Operation{});
+  }
+  // Page tokens the server never handed out (these once threw in the
+  // registry and stopped it for good).
+  for (const char* token : {"3a", "7a3a", "zz", "313a78", "39393939393939393939393939393a"}) {
+    v1::ListRevisionsRequest r;
+    r.set_page_token(token);
+    weight_call("ListRevisions", "page_token", &W::ListRevisions, r, v1::ListRevisionsResponse{});
   }
   {
     v1::StatRequest r;

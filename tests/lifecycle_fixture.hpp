@@ -41,6 +41,9 @@ struct lifecycle_fixture : store_fixture {
     std::vector<std::string> keys;
   };
 
+  /// The tier payload puts ask for (UNSPECIFIED: the store decides).
+  events::v1::Tier put_tier = events::v1::TIER_UNSPECIFIED;
+
   /// Puts `count` payloads of `size` bytes (one affinity unit each) and the
   /// manifest into the revision's group.
   upload put_revision(const events::revision_key& rid, int count, size_t size) {
@@ -54,6 +57,7 @@ struct lifecycle_fixture : store_fixture {
       req.group_id = group;
       req.data_type = events::v1::DATA_TYPE_WEIGHT;
       req.affinity_id = "file-" + std::to_string(i);
+      req.tier = put_tier;
       auto put_result = put(req, pattern(size, i));
       REQUIRE_MESSAGE(put_result.ok(), put_result.error().to_string());
       u.keys.push_back(key);

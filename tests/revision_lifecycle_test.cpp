@@ -275,6 +275,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "commit: a retry of the same commit returns
 
 TEST_CASE_FIXTURE(lifecycle_fixture, "commit: a preferred residency other than HOT starts a migration in the same event") {
   auto rid = id();
+  put_tier = v1::TIER_HOT;  // uploaded to HOT although the revision prefers COLD
   auto [view, u] = ready(rid, 2, 1000, policy(v1::RESIDENCY_COLD));
   CHECK(view.record.availability == v1::READY);
   CHECK(view.record.residency == v1::RESIDENCY_HOT);
@@ -387,6 +388,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "policy: only on READY/DEGRADED, the same v
 TEST_CASE_FIXTURE(lifecycle_fixture, "policy: switching to AUTO with another residency starts a migration, during it BUSY") {
   auto rid = id();
   ready(rid);
+  REQUIRE(acquire(rid, "reader").ok());  // keeps the migration from finishing: its HOT drops wait
   auto moved = set_policy(rid, 2, policy(v1::RESIDENCY_COLD));
   REQUIRE(moved.ok());
   REQUIRE(moved->operation);

@@ -12,7 +12,9 @@ namespace {
 /// A journal with objects, revisions in several states and an operation.
 void build_history(lifecycle_fixture& f) {
   f.ready(f.id("a"), 2, 100);
+  f.put_tier = v1::TIER_HOT;  // uploaded HOT: the commit starts the migration to COLD
   f.ready(f.id("b"), 2, 100, events::policy{v1::RESIDENCY_COLD, 0.5, v1::MIGRATION_AUTO});
+  f.put_tier = v1::TIER_UNSPECIFIED;
   REQUIRE(f.begin(f.id("c"), 1, 1).ok());
   REQUIRE(f.abort(f.id("c"), 1).ok());
   REQUIRE(f.put("general/thing", "bytes").ok());

@@ -43,12 +43,12 @@ TEST_CASE("walkthrough: import, ls, export byte-identical, rm, verify") {
   CHECK(verify.exit_code == 0);
 }
 
-TEST_CASE("walkthrough: an import that cannot fit is aborted and leaves nothing behind") {
+TEST_CASE("walkthrough: an import that fits neither HOT nor COLD is aborted and leaves nothing behind") {
   temp_dir dir;
   auto model = dir.path() / "model";
   write_file(model / "a.bin", pattern(600000, 1));
-  write_file(model / "b.bin", pattern(600000, 2));  // together more than the HOT tier holds
-  running_daemon d{dir.path() / "var", "1000000"};
+  write_file(model / "b.bin", pattern(600000, 2));  // together more than either tier holds
+  running_daemon d{dir.path() / "var", "1000000", "500000"};
   auto r = d.ctl("import " + model.string() + " --as default/too-big@main");
   CHECK(r.exit_code == 15);  // NO_AVAILABLE_SPACE
   CHECK(r.output.find("NO_AVAILABLE_SPACE") != std::string::npos);

@@ -1,0 +1,81 @@
+// The revision's command queue and its one persist-and-apply primitive.
+//
+// Commands run one after another, in arrival order. A *decision* command
+// (BeginImport, UpdatePolicy, Migrate, the lease commands) only decides and
+// persists: every decision command queued while the previous batch was in
+// flight is decided in order against a scratch copy of the record — each
+// seeing the events of those before it — and their events go to the journal
+// as ONE atomic batch: one fsync for many readers taking leases on a hot
+// model, with exactly the outcome of running them serially. Replies wait for
+// the batch; if it fails, nothing applied and each command gets the failure.
+// A *multi-step* command (CommitImport, AbortImport, RemoveRevision,
+// CancelOperation, the reconcile tick with its operation round) talks to the
+// object store too; it runs alone and says when it is finished. Meanwhile the
+// actor keeps answering reads (GetRevision, GetOperation) from its durable
+// record, and queues commands.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include "actors/errors.hpp"
+#include "actors/revision.hpp"
+
+namespace weightd::actors {
+
+/// The decide context of the revision now (clock, id allocators, defaults).
+decide_context context(rev_pointer self);
+
+/// The one way a revision changes. Contract: appends `events` as one atomic
+/// batch; once the journal committed them, folds the committed events into
+/// the record (the same evolve_revisions replay runs, checking the SPEC §3
+/// invariants), tells the registry, schedules what the new record needs (a
+/// delete whose drain ended, a round of a started operation), then calls
+/// `done` with ok. If the append fails (DURABILITY_FAILED, timeout) nothing
+/// was applied and `done` gets that status: the caller answers its client
+/// with it and retries nothing itself.
+void persist_and_apply(rev_pointer self, std::vector<events::v1::Envelope> events,
+                       std::function<void(status)> done);
+
+/// Runs what is queued: a multi-step command alone, or every decision
+/// command up to the next multi-step one as one batch.
+void pump(rev_pointer self);
+
+/// Queues a multi-step command.
+void enqueue_multi_step(rev_pointer self, multi_step_command run);
+
+/// Queues a decision command: `decide` against the scratch record, then
+/// `reply` computed from the scratch fold once the decision's events are in.
+template <class Reply>
+void enqueue_decision(
+    rev_pointer self, caf::typed_response_promise<Reply> rp,
+    std::function<result<decision>(const events::revision_record*, const events::revision_index&,
+                                   const decide_context&)>
+        decide,
+    std::function<Reply(const events::revision_index&)> reply) {
+  auto id = self->state.id;
+  self->state.queue.emplace_back(decision_command{
+      [=](events::revision_index& scratch, const decide_context& ctx,
+          bool after_pending) mutable -> decided_command {
+        auto decided = decide(scratch.find(id), scratch, ctx);
+        if (!decided) {
+          // An error decided on top of pending events is only as good as they are.
+          auto err = decided.error();
+          return {{}, [=](const status& batch) mutable {
+                    rp.deliver(to_error(after_pending && !batch.ok() ? batch : err));
+                  }};
+        }
+        for (const auto& e : decided->events)
+          if (auto st = events::evolve_revisions(scratch, e); !st.ok()) {
+            spdlog::error("a decision does not fold: {}", st.to_string());
+            return {{}, [=](const status&) mutable { rp.deliver(to_error(st)); }};
+          }
+        auto value = reply(scratch);
+        return {std::move(decided->events), [=](const status& batch) mutable {
+                  if (batch.ok()) rp.deliver(value);
+                  else rp.deliver(to_error(batch));
+                }};
+      }});
+  pump(self);
+}
+
+}  // namespace weightd::actors

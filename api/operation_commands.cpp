@@ -1,0 +1,166 @@
+#include "api/operation_commands.hpp"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <thread>
+
+#include "api/exit_codes.hpp"
+#include "api/format.hpp"
+#include "api/online_support.hpp"
+#include "events/time_text.hpp"
+
+namespace weightd::api {
+
+namespace ev1 = events::v1;
+
+namespace {
+
+std::string residency_name(int r) { return short_enum_name(r, ev1::Residency_descriptor()); }
+std::string state_name(int s) { return short_enum_name(s, v1::OperationState_descriptor()); }
+
+/// "operation 7: MIGRATING default/m@main#1 -> COLD, RUNNING, 2/4 units, 1.0 KiB/2.0 KiB"
+std::string describe(const v1::Operation& op) {
+  auto line = fmt::format(
+      "operation {}: {} {} -> {}{}, {}, {}/{} units, {} of {}", op.operation_id(),
+      short_enum_name(op.kind(), ev1::OperationKind_descriptor()),
+      events::canonical_text(events::revision_key::from_proto(op.id())), residency_name(op.target()),
+      op.target() == ev1::RESIDENCY_MIXED ? fmt::format(" (ratio {})", op.target_hot_ratio()) : "",
+      state_name(op.state()), op.processed_units(), op.total_units(),
+      format_bytes(op.processed_bytes()), format_bytes(op.total_bytes()));
+  if (!op.message().empty()) line += "; " + op.message();
+  return line;
+}
+
+bool running(const v1::Operation& op) { return op.state() == v1::RUNNING; }
+
+}  // namespace
+
+int migrate_revision(const online_options& o, const std::string& text, const migrate_args& a,
+                     std::ostream& out, std::ostream& err) {
+  auto target = parse_residency(a.to, "--to");
+  if (!target) return fail(err, target.error());
+  client c{o.connection};
+  auto rev = read_revision(c, text, true);
+  if (!rev) return fail(err, rev.error());
+  v1::MigrateRequest req;
+  *req.mutable_id() = rev->id.to_proto();
+  req.set_expected_metadata_generation(rev->view.metadata_generation());
+  req.set_target(*target);
+  req.set_mixed_hot_ratio(a.ratio);
+  auto op = c.migrate(req);
+  if (!op) return fail(err, op.error(), "see `weightctl op ls` for running operations");
+  if (a.wait) {
+    progress_line progress{op->total_bytes()};
+    v1::GetOperationRequest get;
+    get.set_operation_id(op->operation_id());
+    while (running(*op)) {
+      progress.show(op->processed_bytes(),
+                    fmt::format("{}/{} units", op->processed_units(), op->total_units()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      auto next = c.get_operation(get);
+      if (!next) return fail(err, next.error());
+      op = std::move(next);
+    }
+    progress.show(op->processed_bytes(), state_name(op->state()));
+    progress.end();
+  }
+  if (o.json) out << to_json(*op) << "\n";
+  else out << describe(*op) << "\n";
+  if (a.wait && op->state() != v1::COMPLETED)
+    return fail(err, {errc::conflict, "the operation ended " + state_name(op->state())});
+  return 0;
+}
+
+int show_operation(const online_options& o, uint64_t id, std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  v1::GetOperationRequest req;
+  req.set_operation_id(id);
+  auto op = c.get_operation(req);
+  if (!op) return fail(err, op.error());
+  if (o.json) {
+    out << to_json(*op) << "\n";
+    return 0;
+  }
+  out << describe(*op) << "\n";
+  out << fmt::format("  started {}, updated {}{}\n", events::utc_text(op->started_at_ms()),
+                     events::utc_text(op->updated_at_ms()),
+                     op->cursor().empty() ? "" : ", cursor " + op->cursor());
+  return 0;
+}
+
+int cancel_operation(const online_options& o, uint64_t id, std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  v1::CancelOperationRequest req;
+  req.set_operation_id(id);
+  auto op = c.cancel_operation(req);
+  if (!op) return fail(err, op.error());
+  if (o.json) out << to_json(*op) << "\n";
+  else out << describe(*op) << "\n";
+  return 0;
+}
+
+int list_operations(const online_options& o, const std::string& ns, std::ostream& out,
+                    std::ostream& err) {
+  client c{o.connection};
+  v1::ListRevisionsRequest q;
+  q.set_tenant(o.tenant);
+  q.set_ns(ns);
+  bool header = false;
+  do {
+    auto page = c.list_revisions(q);
+    if (!page) return fail(err, page.error());
+    for (const auto& v : page->revisions()) {
+      if (!v.has_operation()) continue;
+      if (o.json) {
+        out << to_json(v.operation()) << "\n";
+        continue;
+      }
+      if (!header) {
+        out << fmt::format("{:<6} {:<40} {:<6} {:>11} {:>21}  {}\n", "OP", "REVISION", "TO",
+                           "UNITS", "BYTES", "MESSAGE");
+        header = true;
+      }
+      const auto& op = v.operation();
+      out << fmt::format("{:<6} {:<40} {:<6} {:>5}/{:<5} {:>10}/{:<10}  {}\n", op.operation_id(),
+                         events::canonical_text(events::revision_key::from_proto(op.id())),
+                         residency_name(op.target()), op.processed_units(), op.total_units(),
+                         format_bytes(op.processed_bytes()), format_bytes(op.total_bytes()),
+                         op.message());
+    }
+    q.set_page_token(page->next_page_token());
+  } while (!q.page_token().empty());
+  if (!header && !o.json) out << "no running operations\n";
+  return 0;
+}
+
+int reconcile(const online_options& o, bool dry_run, std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  v1::ReconcileRequest req;
+  req.set_dry_run(dry_run);
+  auto report = c.reconcile(req);
+  if (!report) return fail(err, report.error());
+  if (o.json) {
+    out << to_json(*report) << "\n";
+    return 0;
+  }
+  double used = report->hot_capacity_bytes()
+                    ? 100.0 * static_cast<double>(report->hot_used_bytes()) /
+                          static_cast<double>(report->hot_capacity_bytes())
+                    : 0;
+  out << fmt::format("HOT {} of {} ({:.1f}%): {}\n", format_bytes(report->hot_used_bytes()),
+                     format_bytes(report->hot_capacity_bytes()), used,
+                     report->pressure() ? "pressure" : report->relief() ? "relief" : "steady");
+  if (report->decisions().empty()) {
+    out << (dry_run ? "the next round decides nothing\n" : "the round decided nothing\n");
+    return 0;
+  }
+  out << fmt::format("{:<40} {:<18} {:<6} {}\n", "REVISION", "ACTION", "TO", "REASON");
+  for (const auto& d : report->decisions())
+    out << fmt::format("{:<40} {:<18} {:<6} {}\n",
+                       events::canonical_text(events::revision_key::from_proto(d.id())), d.action(),
+                       d.target() == ev1::RESIDENCY_UNKNOWN ? "-" : residency_name(d.target()),
+                       d.reason());
+  return 0;
+}
+
+}  // namespace weightd::api
