@@ -90,6 +90,19 @@ caf::result<lease_view> route_lease(reg_pointer self, Command& cmd,
   return not_held(cmd.lease_id <= st.deps.lease_ids->load());
 }
 
+/// Hands an operation command to the revision that owns the operation.
+template <class Command>
+caf::result<events::operation_record> route_operation(reg_pointer self, Command& cmd) {
+  auto& st = self->state;
+  if (cmd.operation_id == 0)
+    return to_error({errc::invalid_argument, "operation_id must be at least 1"});
+  auto it = st.operation_owners.find(cmd.operation_id);
+  if (it == st.operation_owners.end())
+    return to_error({errc::not_found,
+                     "operation " + std::to_string(cmd.operation_id) + " does not exist"});
+  return self->delegate(actor_for(self, it->second), std::move(cmd));
+}
+
 caf::error unknown_lease(uint64_t id) {
   return to_error({errc::not_found, "lease " + std::to_string(id) +
                                         " does not exist; acquire one with AcquireLease"});
@@ -283,26 +296,8 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
           return out;
         },
         [=](migrate_revision& cmd) { return route<events::operation_record>(self, cmd); },
-        [=](get_operation& cmd) -> caf::result<events::operation_record> {
-          auto& st = self->state;
-          auto it = st.operation_owners.find(cmd.operation_id);
-          if (cmd.operation_id == 0)
-            return to_error({errc::invalid_argument, "operation_id must be at least 1"});
-          if (it == st.operation_owners.end())
-            return to_error({errc::not_found, "operation " + std::to_string(cmd.operation_id) +
-                                                  " does not exist"});
-          return self->delegate(actor_for(self, it->second), cmd);
-        },
-        [=](cancel_operation& cmd) -> caf::result<events::operation_record> {
-          auto& st = self->state;
-          auto it = st.operation_owners.find(cmd.operation_id);
-          if (cmd.operation_id == 0)
-            return to_error({errc::invalid_argument, "operation_id must be at least 1"});
-          if (it == st.operation_owners.end())
-            return to_error({errc::not_found, "operation " + std::to_string(cmd.operation_id) +
-                                                  " does not exist"});
-          return self->delegate(actor_for(self, it->second), cmd);
-        },
+        [=](get_operation& cmd) { return route_operation(self, cmd); },
+        [=](cancel_operation& cmd) { return route_operation(self, cmd); },
         [=](auto_migrate& cmd) { return route<events::operation_record>(self, cmd); },
         [=](reconcile_request& req) {
           auto rp = self->make_response_promise<reconcile_report>();
