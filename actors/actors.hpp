@@ -39,6 +39,8 @@ using publish_atom = caf::atom_constant<caf::atom("publish")>;
 using copy_atom = caf::atom_constant<caf::atom("copy")>;
 using unlink_atom = caf::atom_constant<caf::atom("unlink")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
+using damaged_atom = caf::atom_constant<caf::atom("damaged")>;
+using scrub_atom = caf::atom_constant<caf::atom("scrub")>;
 
 // ------------------------------------------------------------- messages
 
@@ -140,6 +142,7 @@ struct group_snapshot {
   std::string group_id;
   std::vector<events::object_record> members;  // ordered by key
   std::map<std::string, events::object_record> outside;
+  int64_t last_put_ms = 0;  // the newest member's creation, or now while a put into the group runs
 };
 
 struct object_page {
@@ -162,6 +165,24 @@ struct tier_usage {
   uint64_t capacity_bytes = 0;  // 0 = unlimited
 };
 
+/// Payload groups that lost a replica (LOST at a restart, CORRUPT by the
+/// scrub): their revisions look at their replicas again.
+struct damaged_groups {
+  std::vector<events::group_ref> groups;
+};
+
+/// A replica the scrub reads next, and then its verdict.
+struct scrub_item {
+  events::object_ref ref;
+  events::v1::Tier tier = events::v1::TIER_HOT;
+  uint64_t size = 0;
+  std::string checksum;  // xxh3 as the index has it
+  bool missing = false, corrupt = false;  // the verdict (filled by the scrubber)
+};
+struct scrub_batch {
+  std::vector<scrub_item> items;
+};
+
 struct store_stats {
   tier_usage hot;
   tier_usage cold;
@@ -174,6 +195,8 @@ struct store_stats {
   uint64_t hot_allocation_failures = 0;  // HOT reservations refused even after eviction
   uint64_t copied_to_hot_bytes = 0;      // replica copies (migrations, repairs) into HOT
   uint64_t copied_to_cold_bytes = 0;     // ... and into COLD
+  uint64_t scrub_bytes = 0;              // bytes the scrub re-read (SPEC §4 Scrub)
+  uint64_t scrub_corrupt = 0;            // replicas it dropped as CORRUPT or LOST
 };
 
 // ------------------------------------------------------- revision commands
@@ -436,6 +459,13 @@ using object_store_actor = caf::typed_actor<
     caf::reacts_to<guard_atom, std::string, std::string>,
     // Expires abandoned puts and read leases; the store ticks itself.
     caf::reacts_to<caf::tick_atom>,
+    // The scrub: the next replicas to re-read (at least one, then up to the
+    // budget in bytes), and their verdicts back (scrubber.hpp).
+    caf::replies_to<scrub_atom, uint64_t>::with<scrub_batch>,
+    caf::reacts_to<scrub_atom, scrub_batch>,
+    // Hands over the groups damaged since the last call (the registry's
+    // reconciler round ticks their revisions).
+    caf::replies_to<damaged_atom>::with<damaged_groups>,
     // Usage, counters.
     caf::replies_to<stats_atom>::with<store_stats>>;
 
@@ -517,6 +547,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::group_snapshot)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::object_page)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::managed_group)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::store_stats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::damaged_groups)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::scrub_batch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::events::object_ref)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::persistence::blob_digest)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::events::v1::Tier)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "actors/lease_decide.hpp"
+#include "actors/replica_observation.hpp"
 #include "actors/revision_queue.hpp"
 
 namespace weightd::actors {
@@ -33,18 +34,8 @@ v1::Envelope progressed(rev_pointer self, const events::operation_record& op, ui
   return e;
 }
 
-/// ResidencyObserved when the group's residency differs from the record's.
 std::optional<v1::Envelope> residency_change(rev_pointer self, const group_snapshot& group) {
-  const auto& r = *self->state.record();
-  auto seen = observe(group, r);
-  if (seen.residency == v1::RESIDENCY_ABSENT) return std::nullopt;  // DEGRADED's business
-  if (seen.residency == r.residency && seen.hot_ratio == r.observed_hot_ratio) return std::nullopt;
-  auto e = op_event(self);
-  auto* p = e.mutable_residency_observed();
-  *p->mutable_id() = r.id.to_proto();
-  p->set_residency(seen.residency);
-  p->set_observed_hot_ratio(seen.hot_ratio);
-  return e;
+  return residency_change(*self->state.record(), group, self->state.deps.now_ms());
 }
 
 // ------------------------------------------------------------ scheduling
@@ -229,6 +220,26 @@ void run_operation_round(rev_pointer self, std::function<void()> finished) {
           finished();
         });
       });
+    });
+  });
+}
+
+void observe_replicas(rev_pointer self, std::function<void()> then) {
+  const auto* r = self->state.record();
+  if (!r || !r->visible()) return then();
+  with_group(self, [=](result<group_snapshot> group) {
+    const auto* r = self->state.record();
+    if (!group || !r->visible()) return then();  // the next round looks again
+    auto seen = decide_observation(*r, *group, context(self));
+    if (seen.events.empty()) return then();
+    persist_and_apply(self, std::move(seen.events), [=](status s) {
+      if (!s.ok())
+        spdlog::warn("observation of {} not recorded: {}; the next round retries",
+                     events::canonical_text(self->state.id), s.to_string());
+      else if (!seen.repair.empty())
+        spdlog::warn("repairing revision={} reason=\"{}\"", events::canonical_text(self->state.id),
+                     seen.repair);
+      then();
     });
   });
 }

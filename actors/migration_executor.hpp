@@ -24,6 +24,11 @@ namespace weightd::actors {
 /// round while it waits (leases, an unreadable member).
 void run_operation_round(rev_pointer self, std::function<void()> finished);
 
+/// Looks at the real replicas (replica_observation.hpp): READY <-> DEGRADED,
+/// a REPAIRING operation when a HOT replica vanished, the residency; persists
+/// what changed (nothing when the record matches), then `then`.
+void observe_replicas(rev_pointer self, std::function<void()> then);
+
 /// CancelOperation: ends the running operation as CANCELLED and records the
 /// residency its whole units give; replies with the operation.
 void cancel_running_operation(rev_pointer self, uint64_t operation_id,

@@ -115,9 +115,12 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   n->journal_ = spawn_journal_writer(sys, backend, writer);
   for (size_t i = 0; i < std::max<size_t>(1, config.io_workers); ++i)
     n->io_.push_back(spawn_io_worker(sys, files, config.detached));
-  n->objects_ = spawn_object_store(sys, config.objects,
-                                   object_store_deps{n->journal_, n->io_, files,
-                                                     n->recovered_.objects});
+  n->objects_ = spawn_object_store(
+      sys, config.objects,
+      object_store_deps{n->journal_, n->io_, files, n->recovered_.objects,
+                        damaged_groups_of(n->recovered_.objects, startup)});
+  if (config.scrub.rate_bytes > 0)
+    n->scrubber_ = spawn_scrubber(sys, n->objects_, files, config.scrub, config.detached);
   revision_deps deps;
   deps.journal = n->journal_;
   deps.store = n->objects_;
@@ -126,6 +129,7 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   deps.lease_ids = std::make_shared<std::atomic<uint64_t>>(n->recovered_.revisions.last_lease_id);
   deps.now_ms = config.objects.now_ms;
   deps.reconcile_interval = config.reconciler.interval;
+  deps.import_abandon = config.reconciler.import_abandon;
   deps.migration = config.migration;
   deps.default_policy = config.default_policy;
   auto reconciler = config.reconciler;
@@ -138,6 +142,7 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
 void node::stop() {
   if (!sys_) return;
   caf::anon_send_exit(registry_, caf::exit_reason::user_shutdown);
+  if (scrubber_) caf::anon_send_exit(scrubber_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(objects_, caf::exit_reason::user_shutdown);
   for (auto& io : io_) caf::anon_send_exit(io, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(journal_, caf::exit_reason::user_shutdown);

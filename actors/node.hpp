@@ -9,6 +9,7 @@
 #include "actors/object_recovery.hpp"
 #include "actors/object_store.hpp"
 #include "actors/registry.hpp"
+#include "actors/scrubber.hpp"
 #include "events/state.hpp"
 #include "persistence/journal_backend.hpp"
 #include "persistence/lmdb_journal.hpp"
@@ -31,6 +32,7 @@ struct node_config {
   // watermarks are the object store's (objects.high_watermark, .eviction_ratio).
   reconciler_config reconciler;
   migration_limits migration;  // one operation round: 64 members, 1 GiB
+  scrubber_config scrub;        // rate 0 = no scrub
 };
 
 class node {
@@ -47,6 +49,7 @@ class node {
   object_store_actor objects() const { return objects_; }
   registry_actor registry() const { return registry_; }
   snapshotter_actor snapshotter() const { return snapshotter_; }
+  scrubber_actor scrubber() const { return scrubber_; }  // null when the scrub is off
   std::shared_ptr<persistence::journal_backend> backend() const { return backend_; }
   /// The state folded from the journal at startup (after the tier check).
   const events::store_state& recovered() const { return recovered_; }
@@ -63,6 +66,7 @@ class node {
   object_store_actor objects_;
   registry_actor registry_;
   snapshotter_actor snapshotter_;
+  scrubber_actor scrubber_;
   std::vector<int> locks_;  // flock'ed files of the directories this node owns
   events::store_state recovered_;
   recovery_report report_;

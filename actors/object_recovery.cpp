@@ -31,6 +31,18 @@ std::vector<v1::Envelope> replica_corrections(const events::object_index& index,
   return out;
 }
 
+std::set<events::group_ref> damaged_groups_of(const events::object_index& index,
+                                              const std::vector<v1::Envelope>& events) {
+  std::set<events::group_ref> out;
+  for (const auto& e : events) {
+    if (!e.has_replica_dropped()) continue;
+    auto it = index.objects.find({e.replica_dropped().tenant(), e.replica_dropped().key()});
+    if (it != index.objects.end() && !it->second.group_id.empty())
+      out.insert({it->second.ref.tenant, it->second.group_id});
+  }
+  return out;
+}
+
 void remove_orphan_files(const events::object_index& index, const tiers& files,
                          recovery_report& report) {
   for (auto tier : {v1::TIER_HOT, v1::TIER_COLD}) {

@@ -3,6 +3,7 @@
 // survived. Runs before the actors start, on the starting thread.
 #pragma once
 
+#include <set>
 #include <vector>
 
 #include "actors/io_worker.hpp"
@@ -19,6 +20,10 @@ struct recovery_report {
 
 /// The events that drop every replica whose file is missing (reason LOST) or
 /// has the wrong size or, when `checksums`, the wrong xxh3 (reason CORRUPT).
+/// The payload groups whose members the ReplicaDropped events among `events` touch.
+std::set<events::group_ref> damaged_groups_of(const events::object_index& index,
+                                              const std::vector<events::v1::Envelope>& events);
+
 std::vector<events::v1::Envelope> replica_corrections(const events::object_index& index,
                                                       const tiers& files, bool checksums,
                                                       int64_t now_ms, recovery_report& report);

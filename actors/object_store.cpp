@@ -119,6 +119,28 @@ status removable(const object_store_state& st, const object_record& r, bool forc
   return {};
 }
 
+/// The object an object event names.
+object_ref object_of(const v1::Envelope& e) {
+  switch (e.payload_case()) {
+    case v1::Envelope::kObjectPut: return {e.object_put().tenant(), e.object_put().key()};
+    case v1::Envelope::kReplicaAdded: return {e.replica_added().tenant(), e.replica_added().key()};
+    case v1::Envelope::kReplicaDropped:
+      return {e.replica_dropped().tenant(), e.replica_dropped().key()};
+    case v1::Envelope::kObjectRemoved:
+      return {e.object_removed().tenant(), e.object_removed().key()};
+    default: return {};
+  }
+}
+
+/// A scrub verdict on a replica whose object changed since it was handed out
+/// says nothing about the replica it has now.
+void void_scrub_verdicts(object_store_state& st, const v1::Envelope& e) {
+  if (st.scrubbing.empty()) return;
+  auto ref = object_of(e);
+  st.scrubbing.erase({ref, v1::TIER_HOT});
+  st.scrubbing.erase({ref, v1::TIER_COLD});
+}
+
 /// Persists `batch`, then applies it to the index; `done` runs after both.
 void persist(store_pointer self, std::vector<v1::Envelope> batch, std::function<void(status)> done) {
   self->request(self->state.journal, self->state.config.journal_timeout, append_atom::value,
@@ -126,11 +148,13 @@ void persist(store_pointer self, std::vector<v1::Envelope> batch, std::function<
       .then(
           [=](event_batch& committed) {
             status result;
-            for (const auto& e : committed.events)
+            for (const auto& e : committed.events) {
+              void_scrub_verdicts(self->state, e);
               if (auto st = events::evolve_objects(self->state.index, e); !st.ok()) {
                 spdlog::error("object index diverged from the journal: {}", st.to_string());
                 result = st;
               }
+            }
             done(result);
           },
           [=](caf::error& err) { done(to_status(err)); });
@@ -462,6 +486,84 @@ void remove_records(store_pointer self, std::vector<object_record> records, v1::
 
 // ------------------------------------------------------------------ ticks
 
+// ------------------------------------------------------------- the scrub
+
+/// The next replicas for the scrub: in (key, tier) order after the last
+/// round's, wrapping around; at least one, then up to `budget` bytes.
+scrub_batch next_scrub_batch(store_pointer self, uint64_t budget) {
+  auto& st = self->state;
+  scrub_batch batch;
+  uint64_t bytes = 0;
+  auto take = [&](const object_record& r, v1::Tier tier) {
+    if (!(tier == v1::TIER_HOT ? r.hot : r.cold) || st.busy.count(r.ref)) return true;
+    if (!batch.items.empty() && bytes + r.size > budget) return false;
+    batch.items.push_back({r.ref, tier, r.size, r.checksum});
+    st.scrubbing.insert({r.ref, tier});
+    st.scrub_after = {r.ref, tier};
+    bytes += r.size;
+    return true;
+  };
+  auto from = st.index.objects.lower_bound(st.scrub_after.first);
+  // The rest of the object the last round stopped in (its COLD replica).
+  if (from != st.index.objects.end() && from->first == st.scrub_after.first) {
+    if (st.scrub_after.second == v1::TIER_HOT && !take(from->second, v1::TIER_COLD)) return batch;
+    ++from;
+  }
+  auto visit = [&](auto begin, auto end) {
+    for (auto it = begin; it != end; ++it)
+      for (auto tier : {v1::TIER_HOT, v1::TIER_COLD})
+        if (!take(it->second, tier)) return false;
+    return true;
+  };
+  if (visit(from, st.index.objects.end()) && bytes < budget)
+    visit(st.index.objects.begin(), from);  // wrapped: a new pass
+  return batch;
+}
+
+/// The scrub's verdicts: a mismatching replica is dropped as CORRUPT, a
+/// missing one as LOST, and its group is damaged.
+void take_scrub_verdicts(store_pointer self, const scrub_batch& batch) {
+  auto& st = self->state;
+  std::vector<v1::Envelope> drops;
+  for (const auto& item : batch.items) {
+    if (!st.scrubbing.erase({item.ref, item.tier})) continue;  // changed meanwhile
+    st.counters.scrub_bytes += item.size;
+    if (!item.missing && !item.corrupt) continue;
+    auto it = st.index.objects.find(item.ref);
+    if (it == st.index.objects.end() || st.busy.count(item.ref)) continue;
+    auto e = object_event(self, item.ref, "");
+    auto* dropped = e.mutable_replica_dropped();
+    dropped->set_tenant(item.ref.tenant);
+    dropped->set_key(item.ref.key);
+    dropped->set_tier(item.tier);
+    dropped->set_reason(item.missing ? v1::REMOVAL_LOST : v1::REMOVAL_CORRUPT);
+    drops.push_back(std::move(e));
+    st.busy.insert(item.ref);
+    spdlog::error("scrub: the {} replica of {} is {}; dropped it (a revision repairs from "
+                  "another replica when one exists)",
+                  tier_name(item.tier), describe(item.ref), item.missing ? "missing" : "corrupt");
+  }
+  if (drops.empty()) return;
+  persist(self, drops, [=](status s) {
+    auto& st = self->state;
+    for (const auto& e : drops) st.busy.erase(object_of(e));
+    if (!s.ok()) {
+      spdlog::warn("scrub verdicts not recorded: {}; the next pass finds them again", s.to_string());
+      return;
+    }
+    retry_waiters(self);  // a dropped HOT replica freed its bytes
+    for (const auto& e : drops) {
+      ++st.counters.scrub_corrupt;
+      auto ref = object_of(e);
+      auto it = st.index.objects.find(ref);
+      if (it != st.index.objects.end() && !it->second.group_id.empty())
+        st.damaged.insert({ref.tenant, it->second.group_id});
+      if (e.replica_dropped().reason() == v1::REMOVAL_CORRUPT)
+        unlink_files(self, {st.files.of(e.replica_dropped().tier()).object_path(ref).string()});
+    }
+  });
+}
+
 void on_tick(store_pointer self) {
   auto& st = self->state;
   auto now = now_ms(self);
@@ -494,6 +596,7 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
     st.io = deps.io;
     st.files = deps.files;
     st.index = std::move(deps.index);
+    st.damaged = std::move(deps.damaged);
     self->delayed_send(self, st.config.tick_interval, caf::tick_atom::value);
     return {
         [=](put_atom, put_request& req) { return put_start(self, req); },
@@ -651,7 +754,13 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
           if (group_id.empty()) return to_error({errc::invalid_argument, "group_id is empty"});
           group_snapshot snap{tenant, group_id, {}, {}};
           if (auto it = st.index.groups.find({tenant, group_id}); it != st.index.groups.end())
-            for (const auto& key : it->second) snap.members.push_back(st.index.objects.at({tenant, key}));
+            for (const auto& key : it->second) {
+              snap.members.push_back(st.index.objects.at({tenant, key}));
+              snap.last_put_ms = std::max(snap.last_put_ms, snap.members.back().created_at_ms);
+            }
+          for (const auto& [id, put] : st.puts)
+            if (put.ref.tenant == tenant && put.request.group_id == group_id)
+              snap.last_put_ms = now_ms(self);
           for (const auto& key : also)
             if (const auto* r = st.index.find({tenant, key}); r && r->group_id != group_id)
               snap.outside.emplace(key, *r);
@@ -823,6 +932,14 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
         [=](caf::tick_atom) {
           on_tick(self);
           self->delayed_send(self, self->state.config.tick_interval, caf::tick_atom::value);
+        },
+        [=](scrub_atom, uint64_t budget) { return next_scrub_batch(self, budget); },
+        [=](scrub_atom, scrub_batch& verdicts) { take_scrub_verdicts(self, verdicts); },
+        [=](damaged_atom) {
+          damaged_groups out;
+          out.groups.assign(self->state.damaged.begin(), self->state.damaged.end());
+          self->state.damaged.clear();
+          return out;
         },
         [=](stats_atom) {
           auto& st = self->state;

@@ -62,6 +62,11 @@ struct object_store_state {
   uint64_t hot_freeing = 0;  // HOT bytes of evictions in flight
   std::deque<waiter> waiters;
   std::map<events::group_ref, managed_group> managed;
+  std::set<events::group_ref> damaged;  // lost a replica; handed to the registry
+  // The scrub (scrubber.hpp): where the next round starts, and the replicas
+  // out being read (an event on one of them voids its verdict).
+  std::pair<events::object_ref, events::v1::Tier> scrub_after{{}, events::v1::TIER_UNSPECIFIED};
+  std::set<std::pair<events::object_ref, events::v1::Tier>> scrubbing;
   store_stats counters;
 
   static const char* name;
@@ -72,6 +77,7 @@ struct object_store_deps {
   std::vector<io_actor> io;  // at least one
   tiers files;
   events::object_index index;  // recovered (see object_recovery.hpp)
+  std::set<events::group_ref> damaged;  // groups that lost replicas in the startup check
 };
 
 object_store_actor spawn_object_store(caf::actor_system& sys, object_store_config config,

@@ -37,8 +37,15 @@ bool leased(const revision_view& v, int64_t now) {
 }
 
 /// The maintenance a revision needs now: "" = none.
-std::string maintenance(const revision_view& v, int64_t now, std::string& reason) {
+std::string maintenance(const revision_view& v, int64_t now, const reconciler_config& c,
+                        std::string& reason) {
   const auto& r = v.record;
+  if (r.availability == v1::IMPORTING && now - r.updated_at_ms >= c.import_abandon.count()) {
+    reason = "IMPORTING with no change for " + std::to_string((now - r.updated_at_ms) / 1000) +
+             " s (import abandon " + std::to_string(c.import_abandon.count() / 1000) +
+             " s); aborted unless a put into its group is recent";
+    return "abandon_import";
+  }
   if (r.availability == v1::DELETING) {
     reason = "the revision is DELETING; its members are removed in batches of 64";
     return "continue_deletion";
@@ -66,7 +73,7 @@ bool may_move(const revision_view& v, int64_t now, const reconciler_config& c) {
 
 bool is_tick(const reconcile_decision& d) {
   return d.action == "continue_deletion" || d.action == "finish_drain" ||
-         d.action == "expire_leases";
+         d.action == "expire_leases" || d.action == "abandon_import";
 }
 
 reconcile_report plan_reconcile(const std::map<events::revision_key, revision_view>& views,
@@ -81,7 +88,7 @@ reconcile_report plan_reconcile(const std::map<events::revision_key, revision_vi
   auto scan = [&](auto from, auto to) {
     for (auto it = from; it != to && !full(); ++it) {
       std::string reason;
-      auto action = maintenance(it->second, now, reason);
+      auto action = maintenance(it->second, now, c, reason);
       if (!action.empty()) out.decisions.push_back({it->first, action, v1::RESIDENCY_UNKNOWN, reason});
     }
   };

@@ -34,6 +34,9 @@ struct reconciler_config {
   std::chrono::milliseconds interval{1000};
   size_t max_actions = 64;
   int64_t auto_cooldown_ms = 30'000;  // since the end of the revision's last operation
+  // An IMPORTING revision with no event and no put into its group this long
+  // is aborted (the revision checks its group's puts before it aborts).
+  std::chrono::milliseconds import_abandon{5 * 60'000};
   // The object store's watermarks (node::start copies them from
   // object_store_config, their one home); set here only by pure tests.
   double high_watermark = 0.90;
@@ -52,7 +55,7 @@ reconcile_report plan_reconcile(const std::map<events::revision_key, revision_vi
                                 const events::revision_key& cursor, int64_t now_ms,
                                 const hot_tier_usage& hot, const reconciler_config& config);
 
-/// Is the decision a maintenance tick (leases, drains, deletions)?
+/// Is the decision a maintenance tick (leases, drains, deletions, abandoned imports)?
 bool is_tick(const reconcile_decision& d);
 
 }  // namespace weightd::actors

@@ -138,6 +138,25 @@ void take(reg_pointer self, const reconcile_report& report) {
                             : events::revision_key{};
 }
 
+/// Ticks the revisions whose payload groups lost a replica: each looks at
+/// its replicas (READY <-> DEGRADED, REPAIRING).
+void look_at_damaged_groups(reg_pointer self) {
+  auto& st = self->state;
+  self->request(st.deps.store, st.deps.timeout, damaged_atom::value)
+      .then([=](damaged_groups& damaged) {
+        if (damaged.groups.empty()) return;
+        std::set<events::group_ref> wanted(damaged.groups.begin(), damaged.groups.end());
+        for (const auto& [id, view] : self->state.views)
+          if (view.record.visible() &&
+              wanted.count({view.record.id.tenant, view.record.payload_group_id}))
+            self->send(actor_for(self, id), caf::tick_atom::value);
+      },
+      [=](caf::error& err) {
+        spdlog::warn("damaged groups not fetched: {}; the next round asks again",
+                     to_status(err).to_string());
+      });
+}
+
 /// One reconciler round: the store's HOT usage, then the decisions; `reply`
 /// gets the report (taken unless dry_run).
 void reconcile_round(reg_pointer self, bool dry_run, std::function<void(reconcile_report)> reply) {
@@ -154,6 +173,7 @@ void reconcile_round(reg_pointer self, bool dry_run, std::function<void(reconcil
             if (!dry_run) {
               st.allocation_failures_seen = failures;
               take(self, report);
+              look_at_damaged_groups(self);
             }
             if (reply) reply(std::move(report));
           },

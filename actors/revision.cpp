@@ -128,6 +128,31 @@ void delete_and_reply(rev_pointer self, std::vector<std::string> extra,
   });
 }
 
+/// The reconciler's abandon rule: an IMPORTING revision idle past the abandon
+/// timeout, counting the puts into its group, is aborted and deleted.
+void abandon_if_idle(rev_pointer self, std::function<void()> finished) {
+  const auto& r = *self->state.record();
+  self->request(self->state.deps.store, self->state.deps.timeout, group_atom::value, r.id.tenant,
+                r.payload_group_id, std::vector<std::string>{})
+      .then(
+          [=](group_snapshot& group) {
+            auto decided = decide_abandon(*self->state.record(), group.last_put_ms,
+                                          self->state.deps.import_abandon, context(self));
+            if (!decided.changes()) return finished();
+            persist(self, std::move(decided.events), [=](status s) {
+              if (!s.ok()) {
+                spdlog::warn("abandoning {} not recorded: {}; the next round retries",
+                             events::canonical_text(self->state.id), s.to_string());
+                return finished();
+              }
+              spdlog::warn("import abandoned revision={} reason=\"idle past --import-abandon\"",
+                           events::canonical_text(self->state.id));
+              finish_deletion(self, {}, [=](result<removal_result>) { finished(); });
+            });
+          },
+          [=](caf::error&) { finished(); });  // the next round asks again
+}
+
 /// A lease of `id` in a fold as a reply (an ended one carries only its id).
 lease_view lease_reply(const events::revision_index& fold, const events::revision_key& id,
                        uint64_t lease_id) {
@@ -410,7 +435,9 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
             }
             if (self->state.record()->availability == v1::DELETING)
               return continue_deletion(self, finished);
-            run_operation_round(self, finished);
+            if (self->state.record()->availability == v1::IMPORTING)
+              return abandon_if_idle(self, finished);
+            observe_replicas(self, [=] { run_operation_round(self, finished); });
           };
           auto decided = decide_reconcile(*r, context(self));
           if (!decided.changes()) return next({});

@@ -49,6 +49,7 @@ struct revision_deps {
   std::chrono::seconds copy_timeout{3600};  // a replica copy of a large payload
   std::chrono::milliseconds reconcile_interval{1000};  // the registry's reconciler round
   migration_limits migration;  // the bounds of one operation round
+  std::chrono::milliseconds import_abandon{5 * 60'000};  // reconciler_config's, copied by node
 };
 
 struct revision_state {

@@ -350,6 +350,20 @@ result<decision> decide_abort(const revision_record* current, const abort_import
   return decision{{std::move(e)}};
 }
 
+decision decide_abandon(const revision_record& r, int64_t last_put_ms,
+                        std::chrono::milliseconds abandon, const decide_context& ctx) {
+  if (r.availability != v1::IMPORTING) return {};
+  if (ctx.now_ms - std::max(r.updated_at_ms, last_put_ms) < abandon.count()) return {};
+  auto e = revision_envelope(r.id, ctx.now_ms, "weightd", "");
+  auto* p = e.mutable_import_aborted();
+  *p->mutable_id() = r.id.to_proto();
+  p->set_request_digest(request_digest("AbortImport", {}));
+  p->set_reason("abandoned: no change and no put for " +
+                std::to_string((ctx.now_ms - std::max(r.updated_at_ms, last_put_ms)) / 1000) +
+                " s (--import-abandon)");
+  return decision{{std::move(e)}};
+}
+
 // ------------------------------------------------------------ UpdatePolicy
 
 result<decision> decide_update_policy(const revision_record* current, const update_policy& cmd,

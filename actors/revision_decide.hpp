@@ -4,6 +4,8 @@
 // persists what they return and applies it with evolve_revisions().
 #pragma once
 
+#include <chrono>
+
 #include <functional>
 #include <vector>
 
@@ -58,6 +60,11 @@ std::vector<std::string> cleaned_keys(const std::vector<std::string>& keys);
 
 result<decision> decide_abort(const events::revision_record* current, const abort_import& cmd,
                               const decide_context& ctx);
+
+/// An IMPORTING revision idle past the abandon timeout (no event since
+/// `r.updated_at_ms`, no put since `last_put_ms`) is aborted by the reconciler.
+decision decide_abandon(const events::revision_record& r, int64_t last_put_ms,
+                        std::chrono::milliseconds abandon, const decide_context& ctx);
 
 result<decision> decide_update_policy(const events::revision_record* current,
                                       const update_policy& cmd, const decide_context& ctx);

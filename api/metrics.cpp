@@ -162,6 +162,11 @@ std::string metrics_server::render() {
     counter("weightd_hot_allocation_failures_total",
             "HOT reservations refused even after eviction (they count as memory pressure).",
             ss->hot_allocation_failures);
+    counter("weightd_scrub_bytes_total", "Replica bytes the scrub re-read against their checksums.",
+            ss->scrub_bytes);
+    counter("weightd_scrub_corrupt_total",
+            "Replicas the scrub dropped because their bytes no longer match (or their file is gone).",
+            ss->scrub_corrupt);
     out += "# HELP weightd_migrated_bytes_total Bytes copied between the tiers by migrations.\n"
            "# TYPE weightd_migrated_bytes_total counter\n";
     out += fmt::format("weightd_migrated_bytes_total{{to=\"HOT\"}} {}\n", ss->copied_to_hot_bytes);

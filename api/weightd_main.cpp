@@ -67,10 +67,12 @@ int main(int argc, char** argv) {
   node_config.reconciler.interval = config.reconcile_interval;
   node_config.reconciler.max_actions = config.reconcile_max_actions;
   node_config.reconciler.auto_cooldown_ms = config.auto_cooldown.count();
+  node_config.reconciler.import_abandon = config.import_abandon;
   node_config.migration.round_members = config.migration_round_members;
   node_config.migration.round_bytes = config.migration_round_bytes;
   node_config.objects.read_lease = config.object_read_lease;
   node_config.objects.put_timeout = config.import_abandon;  // an abandoned put is reclaimed then
+  node_config.scrub.rate_bytes = config.scrub_rate_bytes;
   node_config.objects.high_watermark = config.high_watermark;
   node_config.objects.eviction_ratio = config.eviction_ratio;
   node_config.verify_checksums_on_start = config.verify_on_start == "checksum";

@@ -3,58 +3,13 @@
 // real: replicas are copied between the fixture's HOT and COLD directories.
 #include <doctest/doctest.h>
 
-#include "lifecycle_fixture.hpp"
+#include "migration_fixture.hpp"
 
 using namespace weightd;
 using namespace weightd::test;
 namespace v1 = events::v1;
 
 namespace {
-
-struct migration_fixture : lifecycle_fixture {
-  using op = events::operation_record;
-
-  explicit migration_fixture(uint64_t hot_capacity = 64 << 20) : lifecycle_fixture(hot_capacity) {}
-
-  /// Restarts on the same journal and tiers with a changed configuration.
-  void restart_with(const std::function<void(actors::node_config&)>& change) {
-    stop();
-    auto c = config();
-    change(c);
-    start(c);
-  }
-
-  result<op> migrate(const events::revision_key& rid, uint64_t expected, v1::Residency target,
-                     double ratio = 0) {
-    return ask<op>(registry(), actors::migrate_revision{rid, expected, target, ratio, "", ""});
-  }
-  result<op> operation(uint64_t id) { return ask<op>(registry(), actors::get_operation{id}); }
-  result<op> cancel(uint64_t id) { return ask<op>(registry(), actors::cancel_operation{id, "", ""}); }
-
-  const events::object_record& object(const std::string& key) {
-    const auto* r = live_index().find({"default", key});
-    REQUIRE_MESSAGE(r, key);
-    return *r;
-  }
-  /// The bytes of a replica file as the tier holds them.
-  std::string replica_bytes(v1::Tier tier, const std::string& key) {
-    auto c = config();
-    persistence::tier_store t{tier == v1::TIER_HOT ? c.hot : c.cold};
-    return read_file(t.object_path({"default", key}));
-  }
-  /// Every payload is in exactly the tiers named, with its original bytes.
-  void check_payloads(const upload& u, size_t size, bool hot, bool cold) {
-    for (size_t i = 0; i < u.keys.size(); ++i) {
-      const auto& o = object(u.keys[i]);
-      CAPTURE(u.keys[i]);
-      CHECK(o.hot == hot);
-      CHECK(o.cold == cold);
-      if (o.hot) CHECK(replica_bytes(v1::TIER_HOT, u.keys[i]) == pattern(size, static_cast<unsigned>(i)));
-      if (o.cold) CHECK(replica_bytes(v1::TIER_COLD, u.keys[i]) == pattern(size, static_cast<unsigned>(i)));
-    }
-  }
-  uint64_t generation(const events::revision_key& rid) { return get_rev(rid)->record.metadata_generation; }
-};
 
 bool mentions(const status& st, const std::string& text) {
   return st.message().find(text) != std::string::npos;

@@ -37,6 +37,7 @@ struct store_fixture : actor_fixture {
     c.objects.now_ms = [this] { return clock_ms; };
     c.detached = false;
     c.io_workers = 1;
+    c.scrub.rate_bytes = 0;  // scrub tests run their rounds by hand
     return c;
   }
   void start(actors::node_config c) {
