@@ -69,6 +69,25 @@ bool may_move(const revision_view& v, int64_t now, const reconciler_config& c) {
          (v.last_operation_end_ms == 0 || now - v.last_operation_end_ms >= c.auto_cooldown_ms);
 }
 
+/// A candidate with its sort keys copied out of its record, so that ordering
+/// thousands of them touches a compact array, not the records.
+struct ranked {
+  int64_t first = 0, second = 0;
+  const revision_view* view = nullptr;
+};
+
+/// Puts the `n` smallest (first, second, id) candidates in order at the front.
+void first_ranked(std::vector<ranked>& order, size_t n) {
+  auto less = [](const ranked& a, const ranked& b) {
+    if (a.first != b.first) return a.first < b.first;
+    if (a.second != b.second) return a.second < b.second;
+    return a.view->record.id < b.view->record.id;
+  };
+  n = std::min(n, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n), order.end(), less);
+  order.resize(n);
+}
+
 }  // namespace
 
 bool is_tick(const reconcile_decision& d) {
@@ -84,17 +103,25 @@ reconcile_report plan_reconcile(const std::map<events::revision_key, revision_vi
   out.hot_capacity_bytes = hot.capacity_bytes;
   auto full = [&] { return out.decisions.size() >= c.max_actions; };
 
-  // Maintenance first, from the cursor on, wrapping around.
-  auto scan = [&](auto from, auto to) {
-    for (auto it = from; it != to && !full(); ++it) {
-      std::string reason;
-      auto action = maintenance(it->second, now, c, reason);
-      if (!action.empty()) out.decisions.push_back({it->first, action, v1::RESIDENCY_UNKNOWN, reason});
-    }
-  };
+  // One pass over the views (a round at 10 000 revisions is bound by memory
+  // access): maintenance from the cursor on, wrapping around, and the
+  // revisions that may move.
+  std::vector<reconcile_decision> wrapped;  // maintenance before the cursor
+  std::vector<const revision_view*> movable;
   auto start = views.upper_bound(cursor);
-  scan(start, views.end());
-  scan(views.begin(), start);
+  bool after_cursor = start == views.begin();
+  for (auto it = views.begin(); it != views.end(); ++it) {
+    if (it == start) after_cursor = true;
+    auto& into = after_cursor ? out.decisions : wrapped;
+    std::string reason;
+    auto action = into.size() < c.max_actions ? maintenance(it->second, now, c, reason) : "";
+    if (!action.empty()) into.push_back({it->first, action, v1::RESIDENCY_UNKNOWN, reason});
+    if (may_move(it->second, now, c)) movable.push_back(&it->second);
+  }
+  for (auto& d : wrapped) {
+    if (full()) break;
+    out.decisions.push_back(std::move(d));
+  }
   if (hot.capacity_bytes == 0) return out;  // an unlimited HOT tier knows no pressure
 
   double capacity = static_cast<double>(hot.capacity_bytes);
@@ -105,10 +132,6 @@ reconcile_report plan_reconcile(const std::map<events::revision_key, revision_vi
   out.relief = !out.pressure && used < relief_line;
   auto usage = "HOT tier at " + percent(used / capacity) + " of " +
                std::to_string(hot.capacity_bytes) + " bytes";
-
-  std::vector<const revision_view*> movable, warmer;
-  for (const auto& [id, v] : views)
-    if (may_move(v, now, c)) movable.push_back(&v);
 
   // A revision warmer than it prefers converges (no pressure needed).
   for (const auto* v : movable) {
@@ -123,20 +146,16 @@ reconcile_report plan_reconcile(const std::map<events::revision_key, revision_vi
   if (out.pressure) {
     double target = (c.high_watermark - c.eviction_ratio) * capacity;
     double to_free = std::max(used - target, 1.0);  // a spill alone asks for one demotion
-    std::vector<const revision_view*> order;
+    std::vector<ranked> order;
     for (const auto* v : movable) {
       const auto& r = v->record;
       if (!leased(*v, now) && warmth(r.residency) > warmth(v1::RESIDENCY_COLD) &&
           warmth(r.residency) <= warmth(r.policy.preferred))
-        order.push_back(v);
+        order.push_back({access_of(r), -static_cast<int64_t>(hot_bytes_of(r)), v});
     }
-    std::sort(order.begin(), order.end(), [](const revision_view* a, const revision_view* b) {
-      auto ka = std::make_tuple(access_of(a->record), -static_cast<int64_t>(hot_bytes_of(a->record)));
-      auto kb = std::make_tuple(access_of(b->record), -static_cast<int64_t>(hot_bytes_of(b->record)));
-      return ka != kb ? ka < kb : a->record.id < b->record.id;
-    });
+    first_ranked(order, c.max_actions);  // oldest access first, then most hot bytes
     double freed = 0;
-    for (const auto* v : order) {
+    for (const auto& [access, minus_hot, v] : order) {
       if (full() || freed >= to_free) break;
       const auto& r = v->record;
       auto hot_now = static_cast<double>(hot_bytes_of(r));
@@ -156,16 +175,15 @@ reconcile_report plan_reconcile(const std::map<events::revision_key, revision_vi
                std::to_string(static_cast<uint64_t>(frees)) + " bytes"});
     }
   } else if (out.relief) {
-    std::vector<const revision_view*> order;
+    std::vector<ranked> order;
     for (const auto* v : movable)
-      if (warmth(v->record.residency) < warmth(v->record.policy.preferred)) order.push_back(v);
-    std::sort(order.begin(), order.end(), [](const revision_view* a, const revision_view* b) {
-      if (access_of(a->record) != access_of(b->record))
-        return access_of(a->record) > access_of(b->record);
-      return a->record.id < b->record.id;
-    });
+      if (warmth(v->record.residency) < warmth(v->record.policy.preferred))
+        order.push_back({-access_of(v->record), 0, v});
+    // Most recent access first. Every candidate may be needed (one that does
+    // not fit is skipped), so this one sorts them all.
+    first_ranked(order, order.size());
     double planned = used;
-    for (const auto* v : order) {
+    for (const auto& [minus_access, unused, v] : order) {
       if (full()) break;
       const auto& r = v->record;
       double logical = static_cast<double>(r.manifest.logical_bytes);

@@ -26,11 +26,15 @@ status apply_committed(rev_pointer self, const std::vector<v1::Envelope>& commit
     self->send(st.deps.registry, view_of(*r, st.local));
     bool drained = r->draining() && r->leases.empty();  // the last lease went: delete now
     bool started = false;  // an operation began: nothing else would run it before the next round
-    for (const auto& e : committed)
+    bool lease_ended = false;  // an operation waiting for the leases may go on now
+    for (const auto& e : committed) {
       started = started || e.has_operation_started() ||
                 (e.has_import_committed() && e.import_committed().has_operation()) ||
                 (e.has_policy_updated() && e.policy_updated().has_operation());
-    if (drained || (started && r->operation_id)) {
+      lease_ended = lease_ended || e.has_lease_released() || e.has_lease_expired() ||
+                    e.has_lease_revoked();
+    }
+    if (drained || ((started || lease_ended) && r->operation_id)) {
       st.retry_backoff_ms = 0;
       self->send(self, caf::tick_atom::value);
     }

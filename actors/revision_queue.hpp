@@ -29,7 +29,8 @@ decide_context context(rev_pointer self);
 /// batch; once the journal committed them, folds the committed events into
 /// the record (the same evolve_revisions replay runs, checking the SPEC §3
 /// invariants), tells the registry, schedules what the new record needs (a
-/// delete whose drain ended, a round of a started operation), then calls
+/// delete whose drain ended, a round of a started operation, or of one that
+/// waited for a lease that just ended), then calls
 /// `done` with ok. If the append fails (DURABILITY_FAILED, timeout) nothing
 /// was applied and `done` gets that status: the caller answers its client
 /// with it and retries nothing itself.

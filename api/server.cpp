@@ -485,6 +485,9 @@ result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, 
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
   builder.SetMaxSendMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
+  // gRPC sets SO_REUSEPORT by default: a second daemon on a busy port would
+  // start and share its calls. One port, one daemon.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, static_cast<int>(kStreamWindowBytes));
   builder.RegisterService(&s->services_->weights);
   builder.RegisterService(&s->services_->objects);

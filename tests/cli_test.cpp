@@ -74,6 +74,19 @@ TEST_CASE("cli: a second daemon on the same directories is refused with a clear 
   CHECK(first.stop() == 0);
 }
 
+TEST_CASE("cli: a second daemon on a port in use is refused, not started beside the first") {
+  temp_dir dir;
+  running_daemon first{dir.path() / "a"};
+  REQUIRE(wait_for_events(dir.path() / "a", 1));
+  auto other = dir.path() / "b";
+  auto second = run(std::string{WEIGHTD_DAEMON} + " --data-dir " + other.string() + " --hot-dir " +
+                    (other / "hot").string() + " --listen " + first.address +
+                    " --http-listen 127.0.0.1:0");
+  CHECK(second.exit_code != 0);
+  CHECK(second.output.find("cannot listen on " + first.address) != std::string::npos);
+  CHECK(first.stop() == 0);
+}
+
 TEST_CASE("cli: journal dump filters by seq range, stream and type, as text or JSON") {
   temp_dir dir;
   {
