@@ -61,13 +61,14 @@ struct journal_stats {
   uint64_t last_commit_us = 0;   // duration of the last commit (fsync included)
   uint64_t total_commit_us = 0;
   std::vector<uint64_t> recent_batch_sizes;  // appends per commit, newest last (<= 1024)
+  std::string refusing_writes;   // why the journal refuses writes until a restart ("" = it does not)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, journal_stats& x) {
   return f(caf::meta::type_name("journal_stats"), x.commits, x.events, x.appends,
            x.failed_appends, x.highest_seq, x.last_commit_us, x.total_commit_us,
-           x.recent_batch_sizes);
+           x.recent_batch_sizes, x.refusing_writes);
 }
 
 /// Begins a put: what the client announces before streaming bytes.
@@ -435,7 +436,7 @@ using object_store_actor = caf::typed_actor<
     // BatchRemove(tenant, keys, force): per-key results.
     caf::replies_to<remove_atom, std::string, std::vector<std::string>, bool>::with<batch_removal>,
     // RemoveAll(tenant, prefix): skips managed and leased objects.
-    caf::replies_to<removeall_atom, std::string, std::string>::with<removal_summary>,
+    caf::replies_to<removeall_atom, std::string, std::string, bool>::with<removal_summary>,
     // Evict(target_ratio): frees HOT bytes down to target_ratio x capacity.
     caf::replies_to<evict_atom, double>::with<eviction_summary>,
     // Every member of a payload group (commit validation uses it), plus the

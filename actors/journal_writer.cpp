@@ -93,6 +93,9 @@ void flush(writer_pointer self) {
     }
     return;
   }
+  // A failed commit poisons the journal until it is reopened (a restart):
+  // /healthz says so.
+  if (result.code() == errc::durability_failed) st.stats.refusing_writes = result.message();
   for (auto& p : pending) {
     ++st.stats.failed_appends;
     p.promise.deliver(to_error(result));

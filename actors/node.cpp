@@ -41,6 +41,7 @@ result<int> lock_directory(const std::filesystem::path& dir) {
 
 result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config config,
                                           std::shared_ptr<persistence::journal_backend> backend) {
+  auto began = std::chrono::steady_clock::now();
   std::unique_ptr<node> n{new node};
   n->sys_ = &sys;
   if (!config.objects.now_ms)
@@ -95,11 +96,15 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   started.mutable_writer_started()->set_version(config.version);
   started.mutable_writer_started()->set_hostname(host_name());
   startup.push_back(std::move(started));
-  for (auto& e : recovery_lease_events(n->recovered_.revisions, n->recovered_.last_event_ms, now,
-                                       config.lease_recovery_grace_ms))
-    startup.push_back(std::move(e));
   for (auto& e : replica_corrections(n->recovered_.objects, files,
                                      config.verify_checksums_on_start, now, n->report_))
+    startup.push_back(std::move(e));
+  // The grace counts from the end of the tier check (it reads every replica
+  // and can take longer than the grace): a holder gets the whole grace to
+  // renew once the daemon serves.
+  auto serving = config.objects.now_ms();
+  for (auto& e : recovery_lease_events(n->recovered_.revisions, n->recovered_.last_event_ms,
+                                       serving, config.lease_recovery_grace_ms))
     startup.push_back(std::move(e));
   if (auto st = backend->append(startup); !st.ok()) return st;
   for (const auto& e : startup)
@@ -136,11 +141,24 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   reconciler.high_watermark = config.objects.high_watermark;  // one pair of watermarks
   reconciler.eviction_ratio = config.objects.eviction_ratio;
   n->registry_ = spawn_registry(sys, n->recovered_.revisions, deps, reconciler);
+  std::vector<std::pair<std::string, caf::actor>> core{
+      {"the journal writer", caf::actor_cast<caf::actor>(n->journal_)},
+      {"the snapshotter", caf::actor_cast<caf::actor>(n->snapshotter_)},
+      {"the object store", caf::actor_cast<caf::actor>(n->objects_)},
+      {"the registry", caf::actor_cast<caf::actor>(n->registry_)}};
+  for (size_t i = 0; i < n->io_.size(); ++i)
+    core.push_back({"I/O worker " + std::to_string(i), caf::actor_cast<caf::actor>(n->io_[i])});
+  if (n->scrubber_) core.push_back({"the scrubber", caf::actor_cast<caf::actor>(n->scrubber_)});
+  n->watchdog_ = spawn_watchdog(sys, std::move(core), n->health_, config.on_failure);
+  n->startup_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   return n;
 }
 
 void node::stop() {
   if (!sys_) return;
+  health_->stopping = true;  // the exits below are no failure
+  caf::anon_send_exit(watchdog_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(registry_, caf::exit_reason::user_shutdown);
   if (scrubber_) caf::anon_send_exit(scrubber_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(objects_, caf::exit_reason::user_shutdown);

@@ -10,6 +10,7 @@
 #include "actors/object_store.hpp"
 #include "actors/registry.hpp"
 #include "actors/scrubber.hpp"
+#include "actors/watchdog.hpp"
 #include "events/state.hpp"
 #include "persistence/journal_backend.hpp"
 #include "persistence/lmdb_journal.hpp"
@@ -33,6 +34,9 @@ struct node_config {
   reconciler_config reconciler;
   migration_limits migration;  // one operation round: 64 members, 1 GiB
   scrubber_config scrub;        // rate 0 = no scrub
+  // Called (on a CAF thread) when a core actor stopped while the node runs
+  // (watchdog.hpp); weightd exits non-zero then. Unset: only logged.
+  std::function<void(const std::string&)> on_failure;
 };
 
 class node {
@@ -50,10 +54,14 @@ class node {
   registry_actor registry() const { return registry_; }
   snapshotter_actor snapshotter() const { return snapshotter_; }
   scrubber_actor scrubber() const { return scrubber_; }  // null when the scrub is off
+  /// Whether every core actor runs (watchdog.hpp).
+  const node_health& health() const { return *health_; }
   std::shared_ptr<persistence::journal_backend> backend() const { return backend_; }
   /// The state folded from the journal at startup (after the tier check).
   const events::store_state& recovered() const { return recovered_; }
   const recovery_report& recovery() const { return report_; }
+  /// How long start() took: replay, the tier check, spawning (a restart's cost).
+  double startup_seconds() const { return startup_seconds_; }
   /// Stops the actors (in-flight requests get errors).
   void stop();
 
@@ -67,9 +75,12 @@ class node {
   registry_actor registry_;
   snapshotter_actor snapshotter_;
   scrubber_actor scrubber_;
+  caf::actor watchdog_;
+  std::shared_ptr<node_health> health_ = std::make_shared<node_health>();
   std::vector<int> locks_;  // flock'ed files of the directories this node owns
   events::store_state recovered_;
   recovery_report report_;
+  double startup_seconds_ = 0;
 };
 
 }  // namespace weightd::actors

@@ -689,10 +689,17 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
           });
           return rp;
         },
-        [=](removeall_atom, std::string& tenant,
-            std::string& prefix) -> caf::result<removal_summary> {
+        [=](removeall_atom, std::string& tenant, std::string& prefix,
+            bool all) -> caf::result<removal_summary> {
           auto& st = self->state;
           if (auto s = check_identity_part("tenant", tenant, "default"); !s.ok()) return to_error(s);
+          // An empty request (or a garbage frame) must not empty the tenant.
+          if (prefix.empty() && !all)
+            return to_error({errc::invalid_argument,
+                             "prefix is required; pass all=true (weightctl obj rm-all --all) to "
+                             "remove every unmanaged object of the tenant"});
+          if (!prefix.empty() && all)
+            return to_error({errc::invalid_argument, "prefix and all=true exclude each other"});
           auto now = now_ms(self);
           auto summary = std::make_shared<removal_summary>();
           std::vector<object_record> records;

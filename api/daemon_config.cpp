@@ -1,5 +1,7 @@
 #include "api/daemon_config.hpp"
 
+#include "api/server.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <iterator>
@@ -325,6 +327,9 @@ std::string validate(const daemon_config& c) {
   // Each watermark is in (0, 1) already (its flag checks that). Promotion back
   // to HOT waits for usage below high − 2 × ratio: that line must be above an
   // empty tier, or nothing is ever promoted. (It implies ratio < high too.)
+  if (!is_loopback_address(c.http_listen) && !c.http_listen_public)
+    return "--http-listen " + c.http_listen + " is not a loopback address; /metrics and /healthz "
+           "have no authentication: pass --http-listen-public to serve them there anyway";
   double relief = c.high_watermark - 2 * c.eviction_ratio;
   if (!(relief > 0))
     return "--eviction-ratio " + format_number(c.eviction_ratio) + " is too large for " +
@@ -350,8 +355,11 @@ void add_daemon_options(CLI::App& app, daemon_config& c) {
 
   app.add_option("--listen", c.listen, "gRPC address (loopback only in this build)")
       ->capture_default_str();
-  app.add_option("--http-listen", c.http_listen, "HTTP address of /metrics and /healthz")
+  app.add_option("--http-listen", c.http_listen,
+                 "HTTP address of /metrics and /healthz (loopback unless --http-listen-public)")
       ->capture_default_str();
+  app.add_flag("--http-listen-public", c.http_listen_public,
+               "Allow a non-loopback --http-listen (they carry no authentication)");
   app.add_option("--data-dir", c.data_dir, "Directory for the journal and the COLD tier")
       ->capture_default_str();
   app.add_option("--journal-dir", c.journal_dir,

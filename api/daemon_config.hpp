@@ -26,6 +26,7 @@ struct daemon_config {
 
   std::string listen = "127.0.0.1:7070";
   std::string http_listen = "127.0.0.1:7071";
+  bool http_listen_public = false;  // a non-loopback --http-listen only with this
   std::string data_dir = "./var";
   std::string journal_dir;  // default: <data_dir>/journal
   std::string journal_sync = "sync";

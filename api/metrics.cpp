@@ -103,15 +103,28 @@ result<std::unique_ptr<metrics_server>> metrics_server::start(caf::actor_system&
   m->node_ = &node;
   m->rpcs_ = std::move(rpcs);
   m->http_ = std::make_unique<httplib::Server>();
+  // httplib sets SO_REUSEPORT: a second daemon would bind the same port and
+  // split the scrapes. One port, one daemon.
+  m->http_->set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   auto* self = m.get();
   m->http_->Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
     res.set_content(self->render(), "text/plain; version=0.0.4");
   });
   m->http_->Get("/healthz", [self](const httplib::Request&, httplib::Response& res) {
-    bool ok = ask<actors::journal_stats>(*self->sys_, self->node_->journal(),
-                                         actors::stats_atom::value).has_value();
-    res.status = ok ? 200 : 503;
-    res.set_content(ok ? "ok\n" : "the journal writer does not answer\n", "text/plain");
+    // 503 names what is wrong: a core actor stopped, the journal refuses
+    // writes since a commit failed, or it does not answer.
+    auto failure = self->node_->health().failure();
+    if (failure.empty()) {
+      auto js = ask<actors::journal_stats>(*self->sys_, self->node_->journal(), actors::stats_atom::value);
+      if (!js) failure = "the journal writer does not answer";
+      else if (!js->refusing_writes.empty())
+        failure = "the journal refuses writes: " + js->refusing_writes + "; restart weightd";
+    }
+    res.status = failure.empty() ? 200 : 503;
+    res.set_content(failure.empty() ? "ok\n" : failure + "\n", "text/plain");
   });
   auto host = listen.substr(0, colon);
   int port = std::stoi(listen.substr(colon + 1));
@@ -133,6 +146,9 @@ std::string metrics_server::render() {
     out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{} {}\n", name, help, name, name,
                        labels.empty() ? "" : "{" + labels + "}", value);
   };
+  out += fmt::format("# HELP weightd_startup_seconds How long the last start took (replay, tier check, "
+                     "spawning).\n# TYPE weightd_startup_seconds gauge\nweightd_startup_seconds {:.3f}\n",
+                     node_->startup_seconds());
   if (auto js = ask<actors::journal_stats>(*sys_, node_->journal(), actors::stats_atom::value)) {
     gauge("weightd_journal_seq", "Highest committed journal seq.", js->highest_seq);
     gauge("weightd_journal_commits", "Journal transactions committed.", js->commits);

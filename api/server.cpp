@@ -366,7 +366,7 @@ class object_service final : public v1::ObjectService::CallbackService {
           resp->set_skipped_leased(s.skipped_leased);
           resp->set_skipped_busy(s.skipped_busy);
         },
-        actors::removeall_atom::value, req->tenant(), req->prefix());
+        actors::removeall_atom::value, req->tenant(), req->prefix(), req->all());
   }
   ServerUnaryReactor* Evict(CallbackServerContext* ctx, const v1::EvictRequest* req,
                             v1::EvictResponse* resp) override {
@@ -459,12 +459,12 @@ class admin_service final : public v1::AdminService::CallbackService {
   server_options options_;
 };
 
-bool loopback(const std::string& listen) {
+}  // namespace
+
+bool is_loopback_address(const std::string& listen) {
   return listen.rfind("127.", 0) == 0 || listen.rfind("localhost:", 0) == 0 ||
          listen.rfind("[::1]:", 0) == 0;
 }
-
-}  // namespace
 
 struct grpc_server::services {
   weight_service weights;
@@ -474,7 +474,7 @@ struct grpc_server::services {
 
 result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, actors::node& node,
                                                         server_options options) {
-  if (!loopback(options.listen))
+  if (!is_loopback_address(options.listen))
     return status{errc::invalid_argument,
                   "--listen " + options.listen +
                       " is not a loopback address; this build has no authentication yet (SPEC "

@@ -29,6 +29,9 @@ struct server_options {
   std::string version = "dev";
 };
 
+/// Is `listen` (host:port) a loopback address (127.x, localhost, [::1])?
+bool is_loopback_address(const std::string& listen);
+
 class grpc_server {
  public:
   /// Binds and starts serving `node`. Listening beyond loopback is refused

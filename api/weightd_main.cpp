@@ -77,6 +77,8 @@ int main(int argc, char** argv) {
   node_config.objects.eviction_ratio = config.eviction_ratio;
   node_config.verify_checksums_on_start = config.verify_on_start == "checksum";
   node_config.version = WEIGHTD_VERSION;
+  // A core actor that stopped: stop serving like on SIGTERM, then exit 70.
+  node_config.on_failure = [](const std::string&) { ::kill(::getpid(), SIGTERM); };
   auto started = actors::node::start(sys, node_config);
   if (!started) {
     spdlog::error("weightd cannot start error=\"{}\"", started.error().to_string());
@@ -107,16 +109,23 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("weightd ready version={} listen={} journal={} writer_id={} journal_seq={} revisions={} "
-               "objects={} hot_bytes={} cold_bytes={} orphan_files_removed={}",
+               "objects={} hot_bytes={} cold_bytes={} orphan_files_removed={} startup_seconds={:.3f}",
                WEIGHTD_VERSION, config.listen, node_config.journal.dir.string(), node.backend()->writer_id(),
                state.applied_seq, state.revisions.revisions.size(), state.objects.objects.size(),
-               state.objects.hot_bytes, state.objects.cold_bytes, report.orphan_files);
+               state.objects.hot_bytes, state.objects.cold_bytes, report.orphan_files,
+               node.startup_seconds());
 
   int signal = wait_for_shutdown_signal(signals);
-  spdlog::info("weightd stopping signal={}", signal == SIGINT ? "SIGINT" : "SIGTERM");
+  auto failure = node.health().failure();
+  if (failure.empty())
+    spdlog::info("weightd stopping signal={}", signal == SIGINT ? "SIGINT" : "SIGTERM");
   (*server)->shutdown(std::chrono::seconds(10));  // stop accepting, drain in-flight calls
   server->reset();
   metrics->reset();
   node.stop();
+  if (!failure.empty()) {
+    spdlog::error("weightd stopped because {}; exit 70 (a supervisor restarts it)", failure);
+    return 70;  // EX_SOFTWARE
+  }
   return 0;
 }

@@ -316,3 +316,13 @@ TEST_CASE("daemon config: an unknown config section is an error naming it") {
   temp_config dotted{"reconciler.interval = \"2s\"\n"};
   CHECK(contains(parse(dotted.flag()).error, "unknown config section [reconciler]"));
 }
+
+TEST_CASE("daemon config: a non-loopback --http-listen needs --http-listen-public") {
+  auto refused = parse("--http-listen 0.0.0.0:7071");
+  CHECK(refused.error.find("--http-listen 0.0.0.0:7071 is not a loopback address") != std::string::npos);
+  CHECK(refused.error.find("--http-listen-public") != std::string::npos);
+  auto allowed = parse("--http-listen 0.0.0.0:7071 --http-listen-public");
+  CHECK(allowed.error.empty());
+  CHECK(allowed.config.http_listen_public);
+  CHECK(parse("--http-listen [::1]:7071").error.empty());
+}

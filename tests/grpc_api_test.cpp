@@ -248,6 +248,9 @@ TEST_CASE_FIXTURE(api_fixture, "api: /metrics counts calls by RPC and code, /hea
   CHECK(text.find("weightd_revisions{state=\"IMPORTING\"} 1") != std::string::npos);
   CHECK(text.find("weightd_leases 0") != std::string::npos);
   CHECK(text.find("weightd_journal_seq ") != std::string::npos);
+  CHECK(text.find("weightd_startup_seconds ") != std::string::npos);
+  CHECK(text.find("weightd_scrub_bytes_total ") != std::string::npos);
+  CHECK(text.find("weightd_scrub_corrupt_total 0") != std::string::npos);
   auto health = http.Get("/healthz");
   REQUIRE(health);
   CHECK(health->status == 200);
@@ -409,6 +412,8 @@ TEST_CASE_FIXTURE(api_fixture, "api: malformed requests of every RPC get INVALID
     v1::RemoveAllRequest r;
     r.set_tenant(std::string("t\x02", 2));
     object_call("RemoveAll", "tenant", &O::RemoveAll, r, v1::RemoveAllResponse{});
+    // An empty request must not remove every object of tenant default.
+    object_call("RemoveAll", "prefix", &O::RemoveAll, v1::RemoveAllRequest{}, v1::RemoveAllResponse{});
   }
   {
     v1::EvictRequest r;

@@ -343,6 +343,27 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "leases: after a restart live leases are st
   CHECK(live_revisions() == folded_revisions());
 }
 
+TEST_CASE_FIXTURE(lifecycle_fixture, "leases: the recovery grace counts from the end of a slow tier check, so a lease 1 s from expiry stays renewable") {
+  auto rid = id();
+  ready(rid);
+  auto lease = acquire(rid, "reader", 10'000);
+  clock_ms += 9'000;  // the crash: 1 s before expiry
+  stop();
+  auto c = config();
+  auto reads = std::make_shared<int>(0);
+  c.objects.now_ms = [this, reads] {
+    if (++*reads == 2) clock_ms += 12'000;  // the tier check took 12 s, longer than the grace
+    return clock_ms;
+  };
+  start(c);
+  auto listed = leases(rid);
+  REQUIRE(listed.ok());
+  REQUIRE(listed->leases.size() == 1);
+  CHECK(listed->leases[0].lease.expiry_ms == clock_ms + 10'000);  // the whole grace from serving
+  CHECK(renew(lease->lease.id, 30'000).ok());
+  CHECK(live_revisions() == folded_revisions());
+}
+
 TEST_CASE_FIXTURE(lifecycle_fixture, "leases: a lease that lapsed before the crash expires at restart") {
   auto rid = id();
   ready(rid);

@@ -319,8 +319,13 @@ TEST_CASE("store: the guard refuses generic removal of managed members and evict
   CHECK(f.get("llama/0.bin").ok());
   CHECK(f.stats().guard_skips.at("evict") >= 1);
 
+  auto no_prefix = f.ask<actors::removal_summary>(f.store, actors::removeall_atom::value,
+                                                std::string{"default"}, std::string{""}, false);
+  REQUIRE_FALSE(no_prefix.ok());  // an empty request does not empty the tenant
+  CHECK(no_prefix.error().code() == errc::invalid_argument);
+  CHECK(no_prefix.error().message().find("prefix is required") == 0);
   auto all = f.ask<actors::removal_summary>(f.store, actors::removeall_atom::value,
-                                            std::string{"default"}, std::string{""});
+                                            std::string{"default"}, std::string{""}, true);
   REQUIRE(all.ok());
   CHECK(all->skipped_managed == 1);
   CHECK(f.stats().guard_skips.at("remove_all") == 1);
