@@ -61,6 +61,18 @@ std::string maintenance(const revision_view& v, int64_t now, const reconciler_co
   return "";
 }
 
+/// The HOT bytes the revision's running operation frees when it ends (0 for
+/// a promotion or none): all of them toward COLD, the rest of the ratio
+/// toward MIXED.
+double freed_by_running(const revision_view& v) {
+  if (!v.operation || warmth(v.operation->target) >= warmth(v.record.residency)) return 0;
+  double hot = static_cast<double>(hot_bytes_of(v.record));
+  double keep = v.operation->target == v1::RESIDENCY_MIXED
+                    ? v.operation->target_hot_ratio * static_cast<double>(v.record.manifest.logical_bytes)
+                    : 0;
+  return std::max(0.0, hot - keep);
+}
+
 /// AUTO, READY, no operation, no drain, cooldown passed: may move.
 bool may_move(const revision_view& v, int64_t now, const reconciler_config& c) {
   const auto& r = v.record;
@@ -108,6 +120,7 @@ reconcile_report plan_reconcile(const std::map<events::revision_key, revision_vi
   // revisions that may move.
   std::vector<reconcile_decision> wrapped;  // maintenance before the cursor
   std::vector<const revision_view*> movable;
+  double pending_frees = 0;  // HOT bytes the running demotions will free
   auto start = views.upper_bound(cursor);
   bool after_cursor = start == views.begin();
   for (auto it = views.begin(); it != views.end(); ++it) {
@@ -117,6 +130,7 @@ reconcile_report plan_reconcile(const std::map<events::revision_key, revision_vi
     auto action = into.size() < c.max_actions ? maintenance(it->second, now, c, reason) : "";
     if (!action.empty()) into.push_back({it->first, action, v1::RESIDENCY_UNKNOWN, reason});
     if (may_move(it->second, now, c)) movable.push_back(&it->second);
+    pending_frees += freed_by_running(it->second);
   }
   for (auto& d : wrapped) {
     if (full()) break;
@@ -145,7 +159,11 @@ reconcile_report plan_reconcile(const std::map<events::revision_key, revision_vi
 
   if (out.pressure) {
     double target = (c.high_watermark - c.eviction_ratio) * capacity;
-    double to_free = std::max(used - target, 1.0);  // a spill alone asks for one demotion
+    // What the running demotions will free counts already: otherwise every
+    // round of a long demotion would demote one more revision.
+    double to_free = used - target - pending_frees;
+    if (hot.allocation_failed && pending_frees == 0)
+      to_free = std::max(to_free, 1.0);  // a spill alone asks for one demotion
     std::vector<ranked> order;
     for (const auto* v : movable) {
       const auto& r = v->record;

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/errors.hpp"
+#include "actors/lease_decide.hpp"
+#include "actors/validate.hpp"
 
 namespace weightd::actors {
 
@@ -228,11 +230,11 @@ result<events::revision_key> parse_page_token(const std::string& token, events::
 }
 
 caf::result<revision_page> list(reg_pointer self, list_revisions& q) {
-  for (auto [field, value] : {std::pair{"tenant", &q.tenant}, std::pair{"ns", &q.ns}}) {
-    if (value->empty()) *value = "default";
-    if (value->size() > 1024)
-      return to_error({errc::invalid_argument, std::string{field} + " is longer than 1024 bytes"});
-  }
+  // The identity rule of every other call (no control characters, <= 1024 bytes).
+  for (auto [field, value] : {std::pair{"tenant", &q.tenant}, std::pair{"ns", &q.ns}})
+    if (auto st = check_identity_part(field, *value, "default"); !st.ok()) return to_error(st);
+  if (!q.resource.empty())
+    if (auto st = check_identity_part("resource", q.resource, ""); !st.ok()) return to_error(st);
   if (q.limit > 1000)
     return to_error({errc::invalid_argument, "limit must be at most 1000 (0 means 100)"});
   uint32_t limit = q.limit ? q.limit : 100;
@@ -325,7 +327,9 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
           return rp;
         },
         [=](acquire_lease& cmd) { return route<lease_view>(self, cmd); },
-        [=](renew_lease& cmd) {
+        [=](renew_lease& cmd) -> caf::result<lease_view> {
+          // Bad input is INVALID_ARGUMENT whatever the lease id names.
+          if (auto st = check_ttl(cmd.ttl_ms); !st.ok()) return to_error(st);
           auto id = cmd.lease_id;
           return route_lease(self, cmd, [id](bool issued) -> caf::result<lease_view> {
             if (!issued) return unknown_lease(id);

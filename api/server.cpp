@@ -413,6 +413,7 @@ class admin_service final : public v1::AdminService::CallbackService {
     resp->set_writer_id(node_.backend()->writer_id());
     auto journal = node_.journal();
     auto store = node_.objects();
+    auto registry = node_.registry();
     auto timeout = options_.timeout;
     sys_.spawn([=](caf::event_based_actor* self) {
       self->request(journal, timeout, actors::stats_atom::value)
@@ -431,8 +432,18 @@ class admin_service final : public v1::AdminService::CallbackService {
                           usage(ss.cold, resp->mutable_cold());
                           resp->set_objects(ss.objects);
                           for (const auto& [op, n] : ss.guard_skips) (*resp->mutable_guard_skips())[op] = n;
-                          reactor->Finish(grpc::Status::OK);
-                          self->quit();
+                          self->request(registry, timeout, actors::stats_atom::value)
+                              .then(
+                                  [=](actors::registry_stats& rs) {
+                                    for (const auto& [state, n] : rs.revisions)
+                                      (*resp->mutable_revisions_by_state())[state] = n;
+                                    reactor->Finish(grpc::Status::OK);
+                                    self->quit();
+                                  },
+                                  [=](caf::error& err) {
+                                    reactor->Finish(to_grpc(ctx, actors::to_status(err)));
+                                    self->quit();
+                                  });
                         },
                         [=](caf::error& err) {
                           reactor->Finish(to_grpc(ctx, actors::to_status(err)));

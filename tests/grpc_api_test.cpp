@@ -162,6 +162,8 @@ TEST_CASE_FIXTURE(api_fixture, "api: import, commit, read back byte for byte, li
   REQUIRE(admin->Status(&sctx, sreq, &status_resp).ok());
   CHECK(status_resp.hot().used_bytes() == big.size() + small.size() + manifest.size());
   CHECK(status_resp.journal_seq() >= 6);
+  REQUIRE(status_resp.revisions_by_state().count("READY") == 1);
+  CHECK(status_resp.revisions_by_state().at("READY") == 1);
 
   v1::RemoveRevisionRequest remove;
   *remove.mutable_id() = rid();

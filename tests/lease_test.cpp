@@ -120,6 +120,9 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "leases: malformed requests are INVALID_ARG
   auto lease = acquire(rid, "reader", 1'000);
   seq = *memory->highest_seq();
   CHECK(mentions(renew(lease->lease.id, 0).error(), "ttl_ms"));
+  // A bad ttl is INVALID_ARGUMENT also with a lease id never handed out.
+  CHECK(renew(987654, 0).error().code() == errc::invalid_argument);
+  CHECK(renew(987654, 86'400'001).error().code() == errc::invalid_argument);
   CHECK(mentions(renew(0, 1'000).error(), "lease_id"));
   CHECK(mentions(release(0).error(), "lease_id"));
   CHECK(*memory->highest_seq() == seq);

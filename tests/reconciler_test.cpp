@@ -66,6 +66,24 @@ TEST_CASE("reconciler: under pressure it demotes the least recently used AUTO re
   CHECK(r.decisions[0].reason.find("95.0%") != std::string::npos);
 }
 
+TEST_CASE("reconciler: what a running demotion will free counts, so a long demotion does not demote one more revision each round") {
+  auto busy = view_of("busy", v1::RESIDENCY_HOT, 1'000);
+  events::operation_record op;
+  op.id = 1;
+  op.target = v1::RESIDENCY_MIXED;
+  op.target_hot_ratio = 0.5;
+  busy.operation = op;
+  busy.record.operation_id = 1;
+  auto vs = of({busy, view_of("next", v1::RESIDENCY_HOT, 2'000)});
+  // 9 500 - 8 500 = 1 000 to free; busy's HOT -> MIXED frees 1 000 when it ends.
+  auto r = actors::plan_reconcile(vs, {}, kNow, usage(9'500), {});
+  CHECK(r.pressure);
+  CHECK(actions(r).empty());
+  // More pressure than it frees: one more demotion.
+  CHECK(actions(actors::plan_reconcile(vs, {}, kNow, usage(9'900), {})) ==
+        std::vector<std::string>{"next:demote:RESIDENCY_MIXED"});
+}
+
 TEST_CASE("reconciler: demotion goes one step HOT to MIXED to COLD and a one-unit revision HOT to COLD") {
   auto vs = of({view_of("mixed", v1::RESIDENCY_MIXED, 1'000),
                 view_of("single", v1::RESIDENCY_HOT, 2'000, 1, 2000)});
