@@ -307,7 +307,7 @@ class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
   void OnDone() override { delete this; }
 
  private:
-  static constexpr size_t kChunkBytes = kMaxChunkBytes;
+  static constexpr size_t kChunkBytes = kGetChunkBytes;
   void finish(const status& st) { Finish(to_grpc(ctx_, st)); }
 
   CallbackServerContext* ctx_;

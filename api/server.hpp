@@ -15,7 +15,12 @@
 
 namespace weightd::api {
 
+/// The largest Put chunk the server accepts.
 inline constexpr size_t kMaxChunkBytes = 4u << 20;
+/// The chunks Get sends: with framing well under a stock gRPC client's 4 MiB
+/// receive limit (a Python or Go reader needs no option), and a stream that
+/// does not read holds about two of them.
+inline constexpr size_t kGetChunkBytes = 1u << 20;
 /// HTTP/2 stream window of both ends: a few chunks in flight keep a
 /// transfer streaming instead of waiting for window updates.
 inline constexpr size_t kStreamWindowBytes = 16u << 20;

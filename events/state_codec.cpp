@@ -1,5 +1,6 @@
 #include "events/state_codec.hpp"
 
+#include "events/identity.hpp"
 #include "events/upcast.hpp"
 
 namespace weightd::events {
@@ -150,6 +151,60 @@ result<store_state> decode_state(std::string_view bytes) {
   s.revisions.last_operation_id = in.last_operation_id();
   s.revisions.last_lease_id = in.last_lease_id();
   return s;
+}
+
+status check_snapshot(const store_state& state) {
+  auto bad = [](const std::string& what) {
+    return status{errc::data_loss, "the snapshot is inconsistent: " + what};
+  };
+  const auto& index = state.revisions;
+  for (const auto& [key, r] : index.revisions) {
+    auto name = canonical_text(key);
+    if (!(key == r.id)) return bad(name + " is stored under another id");
+    if (!v1::Availability_IsValid(r.availability) || r.availability == v1::AVAILABILITY_UNSPECIFIED)
+      return bad(name + " has availability " + std::to_string(r.availability));
+    if (!v1::Residency_IsValid(r.residency))
+      return bad(name + " has residency " + std::to_string(r.residency));
+    if (!v1::Residency_IsValid(r.policy.preferred) || !v1::MigrationMode_IsValid(r.policy.mode))
+      return bad(name + " has a policy out of range");
+    if (auto st = check_invariants(r, index); !st.ok()) return bad(st.message());
+    if (!r.payload_group_id.empty() && r.payload_group_id != payload_group_id(r.id))
+      return bad(name + " has the non-canonical group id '" + r.payload_group_id + "'");
+    if (!r.manifest.manifest_key.empty() && r.manifest.manifest_key != manifest_key(r.id))
+      return bad(name + " has the non-canonical manifest key '" + r.manifest.manifest_key + "'");
+    for (const auto& [id, lease] : r.leases)
+      if (id == 0 || id != lease.id || id > index.last_lease_id)
+        return bad(name + " has lease " + std::to_string(id) + " but the last lease id is " +
+                   std::to_string(index.last_lease_id));
+    if (r.operation_id > index.last_operation_id)
+      return bad(name + " has operation " + std::to_string(r.operation_id) +
+                 " but the last operation id is " + std::to_string(index.last_operation_id));
+  }
+  for (const auto& [id, op] : index.operations) {
+    auto name = "operation " + std::to_string(id);
+    if (id == 0 || id != op.id || id > index.last_operation_id)
+      return bad(name + " is not under the last operation id " + std::to_string(index.last_operation_id));
+    if (!v1::OperationKind_IsValid(op.kind) || op.kind == v1::OPERATION_KIND_UNSPECIFIED)
+      return bad(name + " has kind " + std::to_string(op.kind));
+    if (!v1::Residency_IsValid(op.target)) return bad(name + " has target " + std::to_string(op.target));
+    const auto* r = index.find(op.revision);
+    if (!r) return bad(name + " belongs to no revision");
+    if (op.state == operation_state::running &&
+        (r->operation_id != id || op.total_units != r->affinity_units))
+      return bad(name + " is running but does not agree with " + canonical_text(op.revision) +
+                 " (its active operation " + std::to_string(r->operation_id) + ", " +
+                 std::to_string(r->affinity_units) + " units against " +
+                 std::to_string(op.total_units) + ")");
+  }
+  uint64_t hot = 0, cold = 0;
+  for (const auto& [ref, o] : state.objects.objects) {
+    if (!(ref == o.ref)) return bad("object '" + ref.key + "' is stored under another key");
+    hot += o.hot ? o.size : 0;
+    cold += o.cold ? o.size : 0;
+  }
+  if (hot != state.objects.hot_bytes || cold != state.objects.cold_bytes)
+    return bad("the tier byte sums disagree with the objects");
+  return {};
 }
 
 }  // namespace weightd::events

@@ -1,5 +1,7 @@
 #include "persistence/replay.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "events/evolve.hpp"
 #include "events/state_codec.hpp"
 
@@ -17,7 +19,10 @@ std::optional<events::store_state> newest_snapshot(const journal_backend& journa
     auto found = journal.load_snapshot(events::kStateSnapshotStream, criteria);
     if (!found.ok() || !*found) return std::nullopt;
     auto state = events::decode_state((*found)->data);
-    if (state.ok()) return std::move(*state);
+    auto checked = state.ok() ? events::check_snapshot(*state) : state.error();
+    if (checked.ok()) return std::move(*state);
+    spdlog::warn("snapshot at seq {} not used: {}; using an older one or the events",
+                 (*found)->seq, checked.message());
     if ((*found)->seq == 0) return std::nullopt;
     criteria.max_seq = (*found)->seq - 1;  // an unusable snapshot: try an older one
   }
@@ -33,6 +38,15 @@ result<events::store_state> fold_journal(const journal_backend& journal,
   status failure;
   auto st = journal.read({state.applied_seq + 1, options.until_seq, kMaxSeq}, [&](const Envelope& e) {
     if (e.timestamp_ms() > options.until_ms) return false;
+    // Seqs are dense: a hole is history that is gone, and a state folded
+    // over it would silently lack acknowledged changes.
+    if (e.global_seq() != state.applied_seq + 1) {
+      failure = {errc::data_loss,
+                 "events " + std::to_string(state.applied_seq + 1) + ".." +
+                     std::to_string(e.global_seq() - 1) +
+                     " are missing from the journal and no usable snapshot covers them"};
+      return false;
+    }
     failure = events::evolve(state, e);
     if (failure.ok() && options.after_each) failure = options.after_each(state, e);
     return failure.ok();

@@ -72,11 +72,11 @@ struct api_fixture {
     writer->WritesDone();
     return api::from_grpc(ctx, writer->Finish());
   }
-  result<std::string> get(const std::string& key) {
+  result<std::string> get(const std::string& key, v1::ObjectService::Stub* stub = nullptr) {
     grpc::ClientContext ctx;
     v1::GetRequest req;
     req.set_key(key);
-    auto reader = objects->Get(&ctx, req);
+    auto reader = (stub ? stub : objects.get())->Get(&ctx, req);
     v1::GetResponse msg;
     std::string bytes;
     while (reader->Read(&msg))
@@ -445,4 +445,17 @@ TEST_CASE_FIXTURE(api_fixture, "api: malformed requests of every RPC get INVALID
   CHECK(got.error().code() == errc::invalid_argument);
   CHECK(got.error().message().find("key") != std::string::npos);
   CHECK(journal_seq() == seq_before);
+}
+
+TEST_CASE_FIXTURE(api_fixture, "api: a stock gRPC client (4 MiB receive limit) reads an object larger than 4 MiB") {
+  std::string big(9u << 20, 'x');
+  for (size_t i = 0; i < big.size(); i += 4099) big[i] = static_cast<char>(i % 251);
+  v1::PutHeader h;
+  h.set_key("big.bin");
+  REQUIRE(put(h, big).ok());
+  auto stock = v1::ObjectService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(server->port()), grpc::InsecureChannelCredentials()));
+  auto read = get("big.bin", stock.get());
+  REQUIRE_MESSAGE(read.ok(), read.error().to_string());
+  CHECK(*read == big);
 }

@@ -1,6 +1,9 @@
 // Whole-state snapshots: a fold from a snapshot equals a fold of every event.
 #include <doctest/doctest.h>
 
+#include <functional>
+
+#include "events/identity.hpp"
 #include "events/state_codec.hpp"
 #include "lifecycle_fixture.hpp"
 
@@ -101,4 +104,70 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: the writer asks for one every N 
   start(c);
   CHECK(live_revisions() == revisions);
   CHECK(live_index() == objects);
+}
+
+// A snapshot whose record checksum is fine but whose content is wrong must
+// not be served as truth: it is skipped and the events are folded instead.
+namespace {
+void check_skipped(lifecycle_fixture& f, const std::function<void(events::store_state&)>& damage,
+                   const std::string& named) {
+  build_history(f);
+  auto good = full_fold(*f.memory);
+  auto bad = good;
+  damage(bad);
+  CHECK(events::check_snapshot(good).ok());
+  auto verdict = events::check_snapshot(bad);
+  REQUIRE_FALSE(verdict.ok());
+  CHECK(verdict.code() == errc::data_loss);
+  CHECK_MESSAGE(verdict.message().find(named) != std::string::npos, verdict.message());
+  REQUIRE(f.memory->save_snapshot({events::kStateSnapshotStream, bad.applied_seq, bad.last_event_ms,
+                                   events::encode_state(bad)}).ok());
+  auto folded = persistence::fold_journal(*f.memory);
+  REQUIRE(folded.ok());
+  CHECK(*folded == good);
+}
+}  // namespace
+
+TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with availability out of range is skipped") {
+  check_skipped(*this, [&](events::store_state& s) {
+    s.revisions.revisions.at(id("a")).availability = static_cast<v1::Availability>(255);
+  }, "availability 255");
+}
+
+TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with an operation kind out of range is skipped") {
+  check_skipped(*this, [](events::store_state& s) {
+    s.revisions.operations.begin()->second.kind = static_cast<v1::OperationKind>(255);
+  }, "kind 255");
+}
+
+TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with a non-canonical group id or manifest key is skipped") {
+  check_skipped(*this, [&](events::store_state& s) {
+    s.revisions.revisions.at(id("a")).payload_group_id = "weight:elsewhere";
+  }, "non-canonical group id");
+}
+
+TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one whose last lease id is below a live lease is skipped") {
+  check_skipped(*this, [](events::store_state& s) { s.revisions.last_lease_id = 0; }, "last lease id");
+}
+
+TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with a live lease on a DELETED revision is skipped, not fatal") {
+  check_skipped(*this, [&](events::store_state& s) {
+    auto& c = s.revisions.revisions.at(id("c"));  // aborted: DELETED
+    c.leases[1] = {1, "ghost", 1'000'000'000, 1};
+  }, "DELETED with a live lease");
+}
+
+TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: with the events before a damaged snapshot gone, the fold refuses naming the gap") {
+  ready(id("early"), 1, 10);
+  build_history(*this);
+  auto bad = full_fold(*memory);
+  bad.revisions.last_lease_id = 0;
+  REQUIRE(memory->save_snapshot({events::kStateSnapshotStream, bad.applied_seq, bad.last_event_ms,
+                                 events::encode_state(bad)}).ok());
+  // The history of "early" is gone (as if compacted behind the snapshot).
+  REQUIRE(memory->delete_stream_to(events::revision_stream(id("early")), persistence::kMaxSeq).ok());
+  auto folded = persistence::fold_journal(*memory);
+  REQUIRE_FALSE(folded.ok());
+  CHECK(folded.error().code() == errc::data_loss);
+  CHECK(folded.error().message().find("are missing from the journal") != std::string::npos);
 }
