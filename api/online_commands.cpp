@@ -310,12 +310,18 @@ int list_revisions(const online_options& o, const std::string& ns, const std::st
         out << to_json(v) << "\n";
         continue;
       }
-      out << fmt::format("{:<44} {:<9} {:<16} gen {:<4} {:>10}\n",
+      // The active operation, if any, at the end: "op 4 -> COLD 3/8 units".
+      std::string op;
+      if (v.operation_id() && v.has_operation())
+        op = fmt::format("  op {} -> {} {}/{} units", v.operation_id(),
+                         short_enum_name(v.operation().target(), ev1::Residency_descriptor()),
+                         v.operation().processed_units(), v.operation().total_units());
+      out << fmt::format("{:<44} {:<9} {:<16} gen {:<4} {:>10}{}\n",
                          events::canonical_text(events::revision_key::from_proto(v.id())),
                          ev1::Availability_Name(v.availability()),
                          short_enum_name(v.residency(), ev1::Residency_descriptor()),
                          v.metadata_generation(),
-                         format_bytes(v.manifest().logical_bytes()));
+                         format_bytes(v.manifest().logical_bytes()), op);
     }
     q.set_page_token(page->next_page_token());
   } while (!q.page_token().empty());

@@ -117,6 +117,7 @@ result<std::unique_ptr<lmdb_journal>> lmdb_journal::open(const lmdb_options& opt
 }
 
 status lmdb_journal::init() {
+  std::error_code ec;
   auto fail = [&](const std::string& what, int rc) {
     return status{errc::durability_failed, "cannot open the journal in " +
                                                options_.dir.string() + ": " + what + ": " +
@@ -138,6 +139,20 @@ status lmdb_journal::init() {
   MDB_envinfo info;
   mdb_env_info(env_, &info);
   map_bytes_ = info.me_mapsize;  // larger than asked when the file already is
+  // A data.mdb shorter than its pages (truncated by a full disk, a bad copy)
+  // would be read through the map: SIGBUS, not an error. Compare first.
+  MDB_stat env_stat;
+  mdb_env_stat(env_, &env_stat);
+  auto file = options_.dir / "data.mdb";
+  auto file_bytes = std::filesystem::file_size(file, ec);
+  uint64_t page_end = (static_cast<uint64_t>(info.me_last_pgno) + 1) * env_stat.ms_psize;
+  if (file_bytes < page_end) {
+    mdb_env_close(env_);
+    env_ = nullptr;
+    return {errc::data_loss, file.string() + " is truncated: " + std::to_string(file_bytes) +
+                                 " bytes, but its pages reach " + std::to_string(page_end) +
+                                 "; restore the journal from a copy (nothing was read)"};
+  }
 
   MDB_txn* txn = nullptr;
   if (int rc = mdb_txn_begin(env_, nullptr, options_.read_only ? MDB_RDONLY : 0, &txn))

@@ -77,6 +77,7 @@ TEST_CASE("cli migrate: a lease holds the HOT replicas back, op ls shows it, op 
   CHECK(listed.output.find("OP") == 0);  // the header
   CHECK(listed.output.find("default/m@main#1") != std::string::npos);
   CHECK(listed.output.find("lease") != std::string::npos);  // why it waits
+  CHECK(d.ctl("ls").output.find("  op " + std::to_string(id) + " -> COLD ") != std::string::npos);
   auto cancelled = d.ctl("op cancel " + std::to_string(id));
   REQUIRE_MESSAGE(cancelled.exit_code == 0, cancelled.output);
   CHECK(cancelled.output.find("CANCELLED") != std::string::npos);

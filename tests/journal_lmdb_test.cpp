@@ -257,3 +257,29 @@ TEST_CASE("lmdb: a reader in another process sees a consistent prefix while the 
   CHECK(last_seen == 15000);
   CHECK(reads >= 1);
 }
+
+TEST_CASE("lmdb: a truncated data.mdb is a clear error naming the file, never a SIGBUS") {
+  temp_dir dir;
+  {
+    auto j = open_or_fail(options_in(dir.path()));
+    for (int i = 0; i < 20; ++i) {
+      auto batch = batch_of(50, "s" + std::to_string(i), 2000);
+      REQUIRE(j->append(batch).ok());
+    }
+  }
+  auto file = dir.path() / "data.mdb";
+  auto size = std::filesystem::file_size(file);
+  std::filesystem::resize_file(file, size / 2);
+  auto reopened = lmdb_journal::open(options_in(dir.path()));
+  REQUIRE_FALSE(reopened.ok());
+  CHECK(reopened.error().code() == errc::data_loss);
+  CHECK(reopened.error().message().find(file.string() + " is truncated") == 0);
+  auto ro = options_in(dir.path());
+  ro.read_only = true;
+  CHECK(lmdb_journal::open(ro).error().code() == errc::data_loss);
+  // `journal verify` (offline) says the same and exits non-zero.
+  auto verify = run_command(std::string{WEIGHTD_WEIGHTCTL} + " --journal-dir " +
+                            dir.path().string() + " journal verify");
+  CHECK(verify.exit_code != 0);
+  CHECK(verify.output.find("is truncated") != std::string::npos);
+}
