@@ -115,10 +115,14 @@ result<decision> decide_acquire(const revision_record* current, const acquire_le
     if (held->live_at(ctx.now_ms)) return d;  // the holder's live lease, unchanged
     d.events.push_back(expired(*current, held->id, ctx));
   }
+  auto lease_id = ctx.next_lease_id();
+  if (lease_id == 0)
+    return status{errc::generation_exhausted,
+                  "lease ids are exhausted: 2^64-1 were handed out and none is ever reused"};
   auto e = lease_event(*current, ctx, cmd.principal, cmd.request_id);
   auto* p = e.mutable_lease_granted();
   *p->mutable_id() = current->id.to_proto();
-  p->set_lease_id(ctx.next_lease_id());
+  p->set_lease_id(lease_id);
   p->set_holder(holder);
   p->set_expiry_ms(ctx.now_ms + static_cast<int64_t>(cmd.ttl_ms));
   d.events.push_back(std::move(e));

@@ -466,6 +466,9 @@ result<decision> decide_migrate(const revision_record* current, const events::re
   auto e = revision_envelope(cmd.id, ctx.now_ms, cmd.principal, cmd.request_id);
   auto* p = e.mutable_operation_started();
   *p = operation_toward(*current, cmd.target, ratio, current->affinity_units, ctx);
+  if (p->operation_id() == 0)
+    return status{errc::generation_exhausted,
+                  "operation ids are exhausted: 2^64-1 were handed out and none is ever reused"};
   p->set_request_digest(digest);
   return decision{{std::move(e)}};
 }

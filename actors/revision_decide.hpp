@@ -17,8 +17,8 @@ namespace weightd::actors {
 struct decide_context {
   int64_t now_ms = 0;
   events::policy default_policy;            // when a BeginImport names none
-  std::function<uint64_t()> next_operation_id;  // monotonic, never reused
-  std::function<uint64_t()> next_lease_id;      // monotonic, never reused
+  std::function<uint64_t()> next_operation_id;  // monotonic, never reused; 0 = exhausted
+  std::function<uint64_t()> next_lease_id;      // monotonic, never reused; 0 = exhausted
 };
 
 /// What a command decided: events to persist (all or none), or none at all —

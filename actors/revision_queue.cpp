@@ -1,13 +1,27 @@
 #include "actors/revision_queue.hpp"
 
+#include <limits>
+
 namespace weightd::actors {
 
 namespace v1 = events::v1;
 
+namespace {
+/// The next id of a monotonic allocator; 0 once 2^64-1 was handed out (an
+/// id never wraps around to one in use).
+uint64_t next_id(std::atomic<uint64_t>& ids) {
+  uint64_t current = ids.load();
+  do {
+    if (current == std::numeric_limits<uint64_t>::max()) return 0;
+  } while (!ids.compare_exchange_weak(current, current + 1));
+  return current + 1;
+}
+}  // namespace
+
 decide_context context(rev_pointer self) {
   auto& d = self->state.deps;
-  return {d.now_ms(), d.default_policy, [ids = d.operation_ids] { return ++*ids; },
-          [ids = d.lease_ids] { return ++*ids; }};
+  return {d.now_ms(), d.default_policy, [ids = d.operation_ids] { return next_id(*ids); },
+          [ids = d.lease_ids] { return next_id(*ids); }};
 }
 
 namespace {

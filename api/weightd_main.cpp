@@ -2,6 +2,7 @@
 // serves the gRPC API, and on SIGINT/SIGTERM stops accepting calls, drains the
 // ones in flight, and stops the actors (every acknowledged change is already
 // on disk: the journal fsyncs before it answers).
+#include <google/protobuf/stubs/logging.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -42,6 +43,12 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_level(spdlog::level::from_str(config.log_level));
+  // A request with invalid UTF-8 in a string field is refused by gRPC; the
+  // parser's own complaint is client input, not a daemon problem: debug only.
+  google::protobuf::SetLogHandler([](google::protobuf::LogLevel, const char*, int,
+                                     const std::string& message) {
+    spdlog::debug("protobuf: {}", message);
+  });
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
 
   caf::actor_system_config cfg;

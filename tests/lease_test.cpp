@@ -3,6 +3,8 @@
 // (pass_time moves the wall clock and CAF's timers together).
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include "lifecycle_fixture.hpp"
 
 using namespace weightd;
@@ -376,6 +378,23 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "leases: a lease that lapsed before the cra
   restart();
   CHECK(leases(rid)->leases.empty());
   CHECK(renew(lease->lease.id, 1'000).error().code() == errc::lease_expired);
+}
+
+TEST_CASE_FIXTURE(lifecycle_fixture, "leases: an exhausted lease id allocator is GENERATION_EXHAUSTED, it never wraps to an id in use") {
+  auto rid = id();
+  ready(rid);
+  using impl = caf::stateful_actor<actors::registry_state, actors::registry_actor::base>;
+  auto& st = dynamic_cast<impl&>(*caf::actor_cast<caf::abstract_actor*>(registry())).state;
+  st.deps.lease_ids->store(std::numeric_limits<uint64_t>::max() - 1);
+  auto last = acquire(rid, "a");
+  REQUIRE(last.ok());
+  CHECK(last->lease.id == std::numeric_limits<uint64_t>::max());
+  auto seq = *memory->highest_seq();
+  auto none = acquire(rid, "b");
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().code() == errc::generation_exhausted);
+  CHECK(*memory->highest_seq() == seq);  // nothing written
+  CHECK(live_revisions() == folded_revisions());
 }
 
 TEST_CASE_FIXTURE(lifecycle_fixture, "leases: lease ids are not reused after a restart") {
