@@ -26,8 +26,10 @@ scrubber_actor::behavior_type scrubber(scrubber_actor::pointer self, object_stor
   if (start) self->delayed_send(self, config.interval, caf::tick_atom::value);
   return {
       [=](caf::tick_atom) {
-        uint64_t budget = std::max<uint64_t>(
-            1, config.rate_bytes * static_cast<uint64_t>(config.interval.count()) / 1000);
+        // rate x interval in floating point: a huge --scrub-rate must not wrap.
+        double wanted = static_cast<double>(config.rate_bytes) *
+                        static_cast<double>(config.interval.count()) / 1000.0;
+        uint64_t budget = wanted >= 1.8e19 ? UINT64_MAX : std::max<uint64_t>(1, static_cast<uint64_t>(wanted));
         self->request(store, config.timeout, scrub_atom::value, budget)
             .then(
                 [=](scrub_batch& batch) {
