@@ -297,6 +297,24 @@ void enforce_watermark(store_pointer self) {
 
 // -------------------------------------------------------------------- put
 
+/// One tenant's puts in flight may reserve at most tenant_reserve_ratio of a
+/// tier, so that puts that never finish cannot starve every other tenant. A
+/// tenant with nothing reserved may always try: one object is never refused
+/// by this rule, only by space.
+status check_tenant_share(const object_store_state& st, const std::string& tenant,
+                          v1::Tier tier, uint64_t bytes) {
+  uint64_t capacity = st.files.of(tier).options().capacity_bytes;
+  auto it = st.tenant_reserved.find({tenant, tier});
+  if (capacity == 0 || it == st.tenant_reserved.end()) return {};
+  auto share = static_cast<uint64_t>(st.config.tenant_reserve_ratio * static_cast<double>(capacity));
+  if (it->second + bytes <= share) return {};
+  return {errc::resource_exhausted,
+          "tenant '" + tenant + "' has " + std::to_string(it->second) + " bytes reserved by puts "
+          "in flight in the " + tier_name(tier) + " tier; " + std::to_string(bytes) +
+          " more would pass its share of " + std::to_string(share) +
+          " bytes (--tenant-reserve-ratio); finish or cancel puts first"};
+}
+
 caf::result<put_ticket> put_start(store_pointer self, put_request& req) {
   auto& st = self->state;
   if (auto s = check_identity_part("tenant", req.tenant, "default"); !s.ok()) return to_error(s);
@@ -330,6 +348,7 @@ caf::result<put_ticket> put_start(store_pointer self, put_request& req) {
   if (st.busy.count(ref))
     return to_error({errc::object_already_exists,
                      "a put or removal of " + describe(ref) + " is in progress"});
+  if (auto s = check_tenant_share(st, req.tenant, req.tier, req.size); !s.ok()) return to_error(s);
   st.busy.insert(ref);
   auto rp = self->make_response_promise<put_ticket>();
   // Step 2: the reservation holds (in `tier`): hand out the temp file.
@@ -341,6 +360,7 @@ caf::result<put_ticket> put_start(store_pointer self, put_request& req) {
       return;
     }
     req.tier = in;
+    st.tenant_reserved[{req.tenant, in}] += req.size;
     uint64_t id = st.next_put_id++;
     const auto& tier = st.files.of(req.tier);
     put_ticket ticket;
@@ -372,9 +392,19 @@ caf::result<put_ticket> put_start(store_pointer self, put_request& req) {
   return rp;
 }
 
+/// A put's reservation ends (registered, dropped or failed): its tenant's
+/// share goes down.
+void end_share(object_store_state& st, const object_store_state::pending_put& p) {
+  auto it = st.tenant_reserved.find({p.ref.tenant, p.tier});
+  if (it == st.tenant_reserved.end()) return;
+  it->second -= std::min(it->second, p.request.size);
+  if (it->second == 0) st.tenant_reserved.erase(it);
+}
+
 /// Ends a put that will not be registered: capacity back, file gone.
 void drop_put(store_pointer self, const object_store_state::pending_put& p) {
   self->state.busy.erase(p.ref);
+  end_share(self->state, p);
   unlink_files(self, {p.temp_path});
   release(self, p.tier, p.request.size);
 }
@@ -430,6 +460,7 @@ caf::result<object_info> put_end(store_pointer self, uint64_t id,
             persist(self, {std::move(e)}, [=](status committed) mutable {
               auto& st = self->state;
               st.busy.erase(p.ref);
+              end_share(st, p);
               if (!committed.ok()) {
                 unlink_files(self, {st.files.of(p.tier).object_path(p.ref).string()});
                 release(self, p.tier, req.size);
@@ -445,6 +476,7 @@ caf::result<object_info> put_end(store_pointer self, uint64_t id,
           },
           [=](caf::error& err) mutable {
             self->state.busy.erase(p.ref);  // the worker removed the temp file
+            end_share(self->state, p);
             release(self, p.tier, req.size);
             rp.deliver(err);
           });

@@ -27,6 +27,7 @@ struct object_store_config {
   std::chrono::milliseconds tick_interval{1'000};
   double high_watermark = 0.90;
   double eviction_ratio = 0.05;
+  double tenant_reserve_ratio = 1.0;  // of a tier: what one tenant's puts in flight may reserve
   std::chrono::seconds journal_timeout{30};
   std::chrono::seconds io_timeout{3600};  // copies of large replicas take a while
 };
@@ -59,6 +60,7 @@ struct object_store_state {
   std::map<uint64_t, pending_put> puts;
   uint64_t next_put_id = 1;
   uint64_t hot_reserved = 0, cold_reserved = 0;
+  std::map<std::pair<std::string, events::v1::Tier>, uint64_t> tenant_reserved;  // by puts
   uint64_t hot_freeing = 0;  // HOT bytes of evictions in flight
   std::deque<waiter> waiters;
   std::map<events::group_ref, managed_group> managed;

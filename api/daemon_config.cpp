@@ -330,6 +330,9 @@ std::string validate(const daemon_config& c) {
   if (!is_loopback_address(c.http_listen) && !c.http_listen_public)
     return "--http-listen " + c.http_listen + " is not a loopback address; /metrics and /healthz "
            "have no authentication: pass --http-listen-public to serve them there anyway";
+  if (!(c.tenant_reserve_ratio > 0 && c.tenant_reserve_ratio <= 1))
+    return "--tenant-reserve-ratio " + format_number(c.tenant_reserve_ratio) +
+           " is not in (0, 1]: it is the fraction of a tier one tenant's puts may reserve";
   double relief = c.high_watermark - 2 * c.eviction_ratio;
   if (!(relief > 0))
     return "--eviction-ratio " + format_number(c.eviction_ratio) + " is too large for " +
@@ -453,6 +456,22 @@ void add_daemon_options(CLI::App& app, daemon_config& c) {
                              "long, so its holder can renew it");
   add_milliseconds_alias(app, grace, "--lease-recovery-grace", c.lease_recovery_grace,
                          milliseconds{0}, kDay);
+
+  app.add_option("--max-streams", c.max_streams,
+                 "Most object streams (Put and Get) open at once; more are refused with "
+                 "RESOURCE_EXHAUSTED")
+      ->check(kAtLeastOne)
+      ->capture_default_str();
+  app.add_option("--max-streams-per-connection", c.max_streams_per_connection,
+                 "Most object streams one client connection may have open")
+      ->check(kAtLeastOne)
+      ->capture_default_str();
+  add_duration(app, "--put-idle-timeout", c.put_idle_timeout, kMinInterval, kDay,
+               "A Put that sends no bytes this long is ended and its reservation given back");
+  app.add_option("--tenant-reserve-ratio", c.tenant_reserve_ratio,
+                 "The puts in flight of one tenant reserve at most this fraction of a tier's "
+                 "capacity (a single put may always reserve what fits)")
+      ->capture_default_str();
 
   app.add_option("--log-level", c.log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))

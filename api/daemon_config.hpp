@@ -59,6 +59,14 @@ struct daemon_config {
   milliseconds object_read_lease{10'000};     // a Get protects the object this long
   milliseconds lease_recovery_grace{10'000};  // leases live at a crash last at least this long
 
+  // Limits per client (SPEC §9): open object streams in all and per
+  // connection, a Put silent this long is ended, and one tenant's puts in
+  // flight reserve at most this fraction of a tier (one put alone always may).
+  uint32_t max_streams = 1024;
+  uint32_t max_streams_per_connection = 128;
+  milliseconds put_idle_timeout{30'000};
+  double tenant_reserve_ratio = 0.5;
+
   std::string journal_path() const {
     return journal_dir.empty() ? data_dir + "/journal" : journal_dir;
   }

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_interceptor.h>
+
+#include <memory>
 
 #include "events/status.hpp"
 
@@ -15,6 +18,12 @@ grpc::StatusCode grpc_code(errc code);
 
 /// The status to finish a call with; adds the trailing metadata to `ctx`.
 grpc::Status to_grpc(grpc::ServerContextBase* ctx, const status& st);
+
+/// A server interceptor that gives every failed call the trailer: a status
+/// gRPC itself produced (an RPC this version does not serve, a message over
+/// the size limit) gets the domain code that matches its gRPC code, so a
+/// client always finds `weightd-error`. Install it before any other.
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> error_trailer_interceptor();
 
 /// The weightd status a client sees (code from the trailing metadata).
 status from_grpc(const grpc::ClientContext& ctx, const grpc::Status& st);

@@ -174,18 +174,39 @@ class weight_service final : public v1::WeightService::CallbackService {
 
 /// Put: header -> reserve (actor) -> chunks into the ticket's file -> digest
 /// -> register (actor). The next read starts only after the last step, so a
-/// slow tier pushes back on the client (flow control).
+/// slow tier pushes back on the client (flow control). The call is finished
+/// once, under the watch's lock: by the stream itself, by a cancel, or by the
+/// sweeper when the client sent nothing for --put-idle-timeout.
 class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
  public:
   put_reactor(caf::actor_system& sys, actors::object_store_actor store, std::chrono::seconds timeout,
-              CallbackServerContext* ctx, v1::PutResponse* resp)
-      : sys_(sys), store_(store), timeout_(timeout), ctx_(ctx), resp_(resp) {
+              stream_limits& limits, CallbackServerContext* ctx, v1::PutResponse* resp)
+      : sys_(sys), store_(store), timeout_(timeout), ctx_(ctx), resp_(resp),
+        watch_(limits.watch_put()) {
+    auto watch = watch_;
+    std::lock_guard<std::recursive_mutex> lock(watch->lock);
+    auto admitted = limits.admit(ctx->peer());
+    if (!admitted) {
+      finish(admitted.error());
+      return;
+    }
+    slot_ = std::move(*admitted);
+    auto idle = std::to_string(limits.options().put_idle_timeout.count());
+    watch->on_idle = [this, idle] {
+      fail({errc::resource_exhausted, "the put sent no bytes for " + idle +
+                                          " ms (--put-idle-timeout); its reservation was given "
+                                          "back; start the put again"});
+    };
     StartRead(&req_);
   }
 
   void OnReadDone(bool ok) override {
+    auto watch = watch_;
+    std::lock_guard<std::recursive_mutex> lock(watch->lock);
+    if (watch->finished) return;
     if (!ticket_) return on_header(ok);
     if (!ok) return on_end();  // the client finished sending
+    watch->touch();
     if (req_.part_case() != v1::PutRequest::kChunk)
       return fail({errc::invalid_argument, "chunk expected after the header"});
     if (req_.chunk().size() > kMaxChunkBytes)
@@ -193,8 +214,23 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
     if (auto st = writer_->write(req_.chunk().data(), req_.chunk().size()); !st.ok()) return fail(st);
     StartRead(&req_);
   }
-  void OnDone() override { delete this; }
-  void OnCancel() override { abandon(); }
+  void OnCancel() override {
+    auto watch = watch_;
+    std::lock_guard<std::recursive_mutex> lock(watch->lock);
+    abandon();
+    if (watch->finished) return;
+    watch->finished = true;
+    watch->on_idle = nullptr;
+    Finish(grpc::Status::CANCELLED);
+  }
+  void OnDone() override {
+    {
+      auto watch = watch_;
+      std::lock_guard<std::recursive_mutex> lock(watch->lock);
+      watch->on_idle = nullptr;
+    }
+    delete this;
+  }
 
  private:
   void on_header(bool ok) {
@@ -207,21 +243,28 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
           .then(
               [this, self](actors::put_ticket& ticket) {
                 self->quit();
+                auto watch = watch_;
+                std::lock_guard<std::recursive_mutex> lock(watch->lock);
+                ticket_ = ticket;
+                if (watch->finished) return abandon();  // cancelled or idle while reserving
+                watch->touch();
                 auto writer = persistence::blob_writer::create(ticket.temp_path, ticket.want_sha256,
                                                                ticket.enospc_after_bytes);
-                ticket_ = ticket;
                 if (!writer) return fail(writer.error());
                 writer_ = std::move(*writer);
                 StartRead(&req_);
               },
               [this, self](caf::error& err) {
                 self->quit();
+                auto watch = watch_;
+                std::lock_guard<std::recursive_mutex> lock(watch->lock);
                 finish(actors::to_status(err));
               });
     });
   }
 
   void on_end() {
+    watch_->on_idle = nullptr;  // registering is the store's work, not the client's
     auto digest = writer_->finish();
     if (!digest) return fail(digest.error());
     auto id = ticket_->put_id;
@@ -230,11 +273,15 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
           .then(
               [this, self](actors::object_info& info) {
                 self->quit();
+                auto watch = watch_;
+                std::lock_guard<std::recursive_mutex> lock(watch->lock);
                 to_proto(info, resp_->mutable_object());
                 finish({});
               },
               [this, self](caf::error& err) {
                 self->quit();
+                auto watch = watch_;
+                std::lock_guard<std::recursive_mutex> lock(watch->lock);
                 finish(actors::to_status(err));
               });
     });
@@ -251,13 +298,22 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
       caf::anon_send(store_, actors::abort_atom::value, ticket_->put_id);
     }
   }
-  void finish(const status& st) { Finish(to_grpc(ctx_, st)); }
+  /// Ends the call (once; the caller holds the watch's lock). Nothing of this
+  /// reactor may be touched afterwards: OnDone may already have deleted it.
+  void finish(const status& st) {
+    if (watch_->finished) return;
+    watch_->finished = true;
+    watch_->on_idle = nullptr;
+    Finish(to_grpc(ctx_, st));
+  }
 
   caf::actor_system& sys_;
   actors::object_store_actor store_;
   std::chrono::seconds timeout_;
   CallbackServerContext* ctx_;
   v1::PutResponse* resp_;
+  std::shared_ptr<put_watch> watch_;
+  stream_limits::slot slot_;
   v1::PutRequest req_;
   std::optional<actors::put_ticket> ticket_;
   std::unique_ptr<persistence::blob_writer> writer_;
@@ -265,12 +321,21 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
 };
 
 /// Get: read grant (actor) -> the info, then the file in chunks; the next
-/// chunk is read when the previous one was sent (flow control).
+/// chunk is read when the previous one was sent (flow control). Chunks start
+/// small and double with every one the client takes, up to kGetChunkBytes:
+/// a reader that keeps up streams in large chunks at once, and a stream whose
+/// client does not read holds only a small one.
 class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
  public:
   get_reactor(caf::actor_system& sys, actors::object_store_actor store, std::chrono::seconds timeout,
-              CallbackServerContext* ctx, const v1::GetRequest* req)
+              stream_limits& limits, CallbackServerContext* ctx, const v1::GetRequest* req)
       : ctx_(ctx) {
+    auto admitted = limits.admit(ctx->peer());
+    if (!admitted) {
+      finish(admitted.error());
+      return;
+    }
+    slot_ = std::move(*admitted);
     sys.spawn([this, store, timeout, tenant = req->tenant(), key = req->key()](
                   caf::event_based_actor* self) {
       self->request(store, timeout, caf::get_atom::value, tenant, key)
@@ -297,36 +362,38 @@ class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
   void OnWriteDone(bool ok) override {
     if (!ok) return finish({errc::internal, "the client went away"});
     std::string* chunk = msg_.mutable_chunk();
-    chunk->resize(kChunkBytes);
+    chunk->resize(chunk_bytes_);
     ssize_t n = ::read(fd_, chunk->data(), chunk->size());
     if (n < 0) return finish({errc::internal, "reading the replica failed"});
     if (n == 0) return finish({});
     chunk->resize(static_cast<size_t>(n));
+    chunk_bytes_ = std::min(chunk_bytes_ * 2, kGetChunkBytes);
     StartWrite(&msg_);
   }
   void OnDone() override { delete this; }
 
  private:
-  static constexpr size_t kChunkBytes = kGetChunkBytes;
   void finish(const status& st) { Finish(to_grpc(ctx_, st)); }
 
   CallbackServerContext* ctx_;
+  stream_limits::slot slot_;
   v1::GetResponse msg_;
+  size_t chunk_bytes_ = kFirstGetChunkBytes;
   int fd_ = -1;
 };
 
 class object_service final : public v1::ObjectService::CallbackService {
  public:
   object_service(caf::actor_system& sys, actors::node& node, server_options o)
-      : sys_(sys), store_(node.objects()), timeout_(o.timeout) {}
+      : sys_(sys), store_(node.objects()), timeout_(o.timeout), limits_(o.streams) {}
 
   grpc::ServerReadReactor<v1::PutRequest>* Put(CallbackServerContext* ctx,
                                                v1::PutResponse* resp) override {
-    return new put_reactor(sys_, store_, timeout_, ctx, resp);
+    return new put_reactor(sys_, store_, timeout_, limits_, ctx, resp);
   }
   grpc::ServerWriteReactor<v1::GetResponse>* Get(CallbackServerContext* ctx,
                                                  const v1::GetRequest* req) override {
-    return new get_reactor(sys_, store_, timeout_, ctx, req);
+    return new get_reactor(sys_, store_, timeout_, limits_, ctx, req);
   }
   ServerUnaryReactor* Stat(CallbackServerContext* ctx, const v1::StatRequest* req,
                            v1::ObjectInfo* resp) override {
@@ -397,6 +464,7 @@ class object_service final : public v1::ObjectService::CallbackService {
   caf::actor_system& sys_;
   actors::object_store_actor store_;
   std::chrono::seconds timeout_;
+  stream_limits limits_;
 };
 
 // ------------------------------------------------------------- AdminService
@@ -503,11 +571,10 @@ result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, 
   builder.RegisterService(&s->services_->weights);
   builder.RegisterService(&s->services_->objects);
   builder.RegisterService(&s->services_->admin);
-  if (options.metrics) {
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> factories;
-    factories.push_back(metrics_interceptor(options.metrics));
-    builder.experimental().SetInterceptorCreators(std::move(factories));
-  }
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> factories;
+  factories.push_back(error_trailer_interceptor());  // first: metrics count its codes
+  if (options.metrics) factories.push_back(metrics_interceptor(options.metrics));
+  builder.experimental().SetInterceptorCreators(std::move(factories));
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0)
     return status{errc::internal, "cannot listen on " + options.listen +

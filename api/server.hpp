@@ -12,15 +12,17 @@
 #include <string>
 
 #include "actors/node.hpp"
+#include "api/stream_limits.hpp"
 
 namespace weightd::api {
 
 /// The largest Put chunk the server accepts.
 inline constexpr size_t kMaxChunkBytes = 4u << 20;
-/// The chunks Get sends: with framing well under a stock gRPC client's 4 MiB
-/// receive limit (a Python or Go reader needs no option), and a stream that
-/// does not read holds about two of them.
+/// The largest chunk Get sends: with framing well under a stock gRPC client's
+/// 4 MiB receive limit (a Python or Go reader needs no option).
 inline constexpr size_t kGetChunkBytes = 1u << 20;
+/// The first chunk of a Get; later ones double up to kGetChunkBytes.
+inline constexpr size_t kFirstGetChunkBytes = 16u << 10;
 /// HTTP/2 stream window of both ends: a few chunks in flight keep a
 /// transfer streaming instead of waiting for window updates.
 inline constexpr size_t kStreamWindowBytes = 16u << 20;
@@ -31,6 +33,7 @@ struct server_options {
   std::string listen = "127.0.0.1:7070";  // host:port; port 0 picks a free one
   std::shared_ptr<rpc_metrics> metrics;   // counts every call when set
   std::chrono::seconds timeout{60};       // per actor request
+  stream_limit_options streams;           // open Put/Get streams, idle Puts
   std::string version = "dev";
 };
 

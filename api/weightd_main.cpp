@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   node_config.scrub.rate_bytes = config.scrub_rate_bytes;
   node_config.objects.high_watermark = config.high_watermark;
   node_config.objects.eviction_ratio = config.eviction_ratio;
+  node_config.objects.tenant_reserve_ratio = config.tenant_reserve_ratio;
   node_config.verify_checksums_on_start = config.verify_on_start == "checksum";
   node_config.version = WEIGHTD_VERSION;
   // A core actor that stopped: stop serving like on SIGTERM, then exit 70.
@@ -102,6 +103,8 @@ int main(int argc, char** argv) {
   server_options.listen = config.listen;
   server_options.version = WEIGHTD_VERSION;
   server_options.metrics = std::make_shared<api::rpc_metrics>();
+  server_options.streams = {config.max_streams, config.max_streams_per_connection,
+                            config.put_idle_timeout};
   auto server = api::grpc_server::start(sys, node, server_options);
   if (!server) {
     spdlog::error("weightd cannot serve error=\"{}\"", server.error().to_string());

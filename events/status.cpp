@@ -23,6 +23,8 @@ const char* code_name(errc code) {
     case errc::permission_denied: return "PERMISSION_DENIED";
     case errc::data_loss: return "DATA_LOSS";
     case errc::internal: return "INTERNAL";
+    case errc::resource_exhausted: return "RESOURCE_EXHAUSTED";
+    case errc::unimplemented: return "UNIMPLEMENTED";
   }
   return "UNKNOWN";
 }

@@ -32,7 +32,11 @@ enum class errc : uint8_t {
   permission_denied,
   data_loss,             // a stored record failed its checksum (names the seq)
   internal,              // a bug or an unexpected system error
+  resource_exhausted,    // a per-client or global limit is reached; the message names it
+  unimplemented,         // an RPC this version does not serve yet
 };
+/// The highest code (codes run 1..kLastErrc without gaps).
+inline constexpr errc kLastErrc = errc::unimplemented;
 
 /// "INVALID_ARGUMENT", "NOT_FOUND", ... (the names clients see in metadata).
 const char* code_name(errc code);

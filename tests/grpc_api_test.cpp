@@ -220,7 +220,9 @@ TEST_CASE_FIXTURE(api_fixture, "api: every error reaches the client with its sta
   v1::BeginUpsertRequest upsert;
   v1::UpsertClaim out;
   grpc::ClientContext mctx;
-  CHECK(weights->BeginUpsert(&mctx, upsert, &out).error_code() == grpc::StatusCode::UNIMPLEMENTED);
+  auto unserved = weights->BeginUpsert(&mctx, upsert, &out);
+  CHECK(unserved.error_code() == grpc::StatusCode::UNIMPLEMENTED);
+  CHECK(api::from_grpc(mctx, unserved).code() == errc::unimplemented);  // the trailer is there too
 }
 
 TEST_CASE_FIXTURE(api_fixture, "api: /metrics counts calls by RPC and code, /healthz answers") {

@@ -1,0 +1,126 @@
+#include "api/stream_limits.hpp"
+
+#include <malloc.h>
+
+#include <algorithm>
+
+namespace weightd::api {
+
+namespace {
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void put_watch::touch() { last_bytes_ms.store(steady_ms(), std::memory_order_relaxed); }
+
+stream_limits::stream_limits(stream_limit_options options) : options_(options) {
+  sweeper_ = std::thread([this] { sweep(); });
+}
+
+stream_limits::~stream_limits() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  sweeper_.join();
+}
+
+stream_limits::slot& stream_limits::slot::operator=(slot&& other) noexcept {
+  if (this != &other) {
+    if (owner_) owner_->release(peer_);
+    owner_ = std::exchange(other.owner_, nullptr);
+    peer_ = std::move(other.peer_);
+  }
+  return *this;
+}
+
+stream_limits::slot::~slot() {
+  if (owner_) owner_->release(peer_);
+}
+
+result<stream_limits::slot> stream_limits::admit(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (open_ >= options_.max_streams)
+    return status{errc::resource_exhausted,
+                  "weightd has " + std::to_string(open_) + " object streams open, its limit "
+                  "(--max-streams " + std::to_string(options_.max_streams) +
+                  "); retry when streams have finished, or raise the flag"};
+  auto& mine = by_peer_[peer];
+  if (mine >= options_.max_streams_per_connection)
+    return status{errc::resource_exhausted,
+                  "this connection has " + std::to_string(mine) + " object streams open, its "
+                  "limit (--max-streams-per-connection " +
+                  std::to_string(options_.max_streams_per_connection) +
+                  "); finish or cancel some first, or spread them over more connections"};
+  ++mine;
+  ++open_;
+  return slot{this, peer};
+}
+
+void stream_limits::release(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  --open_;
+  closed_since_trim_ = true;
+  if (auto it = by_peer_.find(peer); it != by_peer_.end() && --it->second == 0) by_peer_.erase(it);
+}
+
+uint32_t stream_limits::open_streams() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return open_;
+}
+
+std::shared_ptr<put_watch> stream_limits::watch_put() {
+  auto watch = std::make_shared<put_watch>();
+  watch->touch();
+  std::lock_guard<std::mutex> lock(mutex_);
+  puts_.push_back(watch);
+  return watch;
+}
+
+/// Every quarter of the idle timeout (at most a second): ends the Puts that
+/// have been silent too long, and forgets the ones that are gone.
+void stream_limits::sweep() {
+  auto period = std::clamp(options_.put_idle_timeout / 4, std::chrono::milliseconds{10},
+                           std::chrono::milliseconds{1'000});
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, period);
+    if (stopping_) break;
+    std::vector<std::shared_ptr<put_watch>> idle;
+    auto now = steady_ms();
+    auto timeout = options_.put_idle_timeout.count();
+    puts_.erase(std::remove_if(puts_.begin(), puts_.end(),
+                               [&](const std::weak_ptr<put_watch>& weak) {
+                                 auto watch = weak.lock();
+                                 if (!watch) return true;
+                                 if (now - watch->last_bytes_ms.load(std::memory_order_relaxed) <
+                                     timeout)
+                                   return false;
+                                 idle.push_back(std::move(watch));
+                                 return true;
+                               }),
+                puts_.end());
+    // When the last stream of a burst has closed, the heap gives its free
+    // pages back: transfers keep chunk buffers cached (transfer_buffers.hpp),
+    // which must not make a burst of streams a permanent cost.
+    bool trim = open_ == 0 && closed_since_trim_;
+    closed_since_trim_ = false;
+    lock.unlock();  // the streams' callbacks take their own locks, never this one
+    if (trim) malloc_trim(0);
+    for (auto& watch : idle) {
+      std::lock_guard<std::recursive_mutex> call(watch->lock);
+      if (watch->finished || !watch->on_idle) continue;
+      auto expire = watch->on_idle;  // a copy: the call's OnDone may clear the original
+      expire();
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace weightd::api

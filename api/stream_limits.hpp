@@ -1,0 +1,94 @@
+// Limits on the object streams of one daemon (SPEC §9: "concurrent streams per
+// connection"), so that no client can exhaust it with streams it leaves open:
+//
+// - at most `max_streams` Put and Get streams are open in all, and at most
+//   `max_streams_per_connection` from one client connection; a stream over a
+//   limit is refused at once with RESOURCE_EXHAUSTED naming the flag;
+// - a Put that sends no bytes for `put_idle_timeout` is ended by the sweeper
+//   (its reservation is given back), besides the store's overall put timeout.
+//
+// Everything here runs on gRPC threads and one sweeper thread of its own; the
+// lock is held only to count or to look at a clock, never across I/O.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "events/status.hpp"
+
+namespace weightd::api {
+
+struct stream_limit_options {
+  uint32_t max_streams = 1024;
+  uint32_t max_streams_per_connection = 128;
+  std::chrono::milliseconds put_idle_timeout{30'000};
+};
+
+/// What a Put stream shares with the sweeper: when bytes last arrived, and the
+/// one lock under which the call is finished exactly once (by the stream or
+/// by the sweeper). The lock is recursive because gRPC may run the stream's
+/// OnDone inline from a Finish called under it.
+struct put_watch {
+  std::atomic<int64_t> last_bytes_ms{0};
+  std::recursive_mutex lock;
+  bool finished = false;             // under lock
+  std::function<void()> on_idle;     // under lock; empty once the call is done
+  void touch();
+};
+
+class stream_limits {
+ public:
+  explicit stream_limits(stream_limit_options options);
+  ~stream_limits();
+  stream_limits(const stream_limits&) = delete;
+  stream_limits& operator=(const stream_limits&) = delete;
+
+  /// One open stream; gives its place back when destroyed.
+  class slot {
+   public:
+    slot() = default;
+    slot(stream_limits* owner, std::string peer) : owner_(owner), peer_(std::move(peer)) {}
+    slot(slot&& other) noexcept { *this = std::move(other); }
+    slot& operator=(slot&& other) noexcept;
+    ~slot();
+
+   private:
+    stream_limits* owner_ = nullptr;
+    std::string peer_;
+  };
+
+  /// A place for one more stream of `peer` (gRPC's peer string names the
+  /// connection), or RESOURCE_EXHAUSTED naming the limit that is reached.
+  result<slot> admit(const std::string& peer);
+
+  /// Watches a Put: its `on_idle` runs on the sweeper thread, under the
+  /// watch's lock, once no bytes arrived for put_idle_timeout.
+  std::shared_ptr<put_watch> watch_put();
+
+  const stream_limit_options& options() const { return options_; }
+  uint32_t open_streams() const;
+
+ private:
+  void release(const std::string& peer);
+  void sweep();
+
+  stream_limit_options options_;
+  mutable std::mutex mutex_;
+  uint32_t open_ = 0;                        // under mutex_
+  std::map<std::string, uint32_t> by_peer_;  // under mutex_
+  std::vector<std::weak_ptr<put_watch>> puts_;  // under mutex_
+  bool stopping_ = false;                    // under mutex_
+  bool closed_since_trim_ = false;           // under mutex_
+  std::condition_variable wake_;
+  std::thread sweeper_;
+};
+
+}  // namespace weightd::api

@@ -1,0 +1,230 @@
+// SPEC §9 limits on every input, for the streams that hold resources: open
+// streams in all and per connection, Puts that stop sending, and one tenant's
+// reservations. Each refusal is RESOURCE_EXHAUSTED naming the flag, and what a
+// refused or ended stream held is given back.
+#include <doctest/doctest.h>
+#include <grpcpp/grpcpp.h>
+
+#include <thread>
+
+#include "actors/embedded.hpp"
+#include "api/grpc_status.hpp"
+#include "api/server.hpp"
+#include "api/weightd.grpc.pb.h"
+#include "support.hpp"
+
+using namespace weightd;
+using namespace weightd::test;
+namespace ev1 = events::v1;
+
+namespace {
+
+constexpr uint64_t MiB = 1ull << 20;
+
+struct limits_fixture {
+  temp_dir dir;
+  std::unique_ptr<actors::embedded> store;
+  std::unique_ptr<api::grpc_server> server;
+  std::unique_ptr<v1::ObjectService::Stub> objects;
+  std::unique_ptr<v1::AdminService::Stub> admin;
+
+  explicit limits_fixture(api::stream_limit_options limits, double tenant_reserve_ratio = 1.0) {
+    actors::node_config c;
+    c.journal.dir = dir.path() / "journal";
+    c.hot = {ev1::TIER_HOT, dir.path() / "hot", 256 * MiB, false};
+    c.cold = {ev1::TIER_COLD, dir.path() / "cold", 0, true};
+    c.objects.tenant_reserve_ratio = tenant_reserve_ratio;
+    auto started = actors::embedded::start(c, 2);
+    REQUIRE_MESSAGE(started.ok(), started.error().to_string());
+    store = std::move(*started);
+    api::server_options o;
+    o.listen = "127.0.0.1:0";
+    o.streams = limits;
+    auto s = api::grpc_server::start(store->system(), store->handles(), o);
+    REQUIRE_MESSAGE(s.ok(), s.error().to_string());
+    server = std::move(*s);
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port()),
+                                       grpc::InsecureChannelCredentials());
+    objects = v1::ObjectService::NewStub(channel);
+    admin = v1::AdminService::NewStub(channel);
+  }
+  ~limits_fixture() {
+    server.reset();
+    store.reset();
+  }
+
+  status put(const std::string& tenant, const std::string& key, const std::string& bytes) {
+    grpc::ClientContext ctx;
+    v1::PutResponse resp;
+    auto writer = objects->Put(&ctx, &resp);
+    v1::PutRequest msg;
+    msg.mutable_header()->set_tenant(tenant);
+    msg.mutable_header()->set_key(key);
+    msg.mutable_header()->set_size(bytes.size());
+    writer->Write(msg);
+    for (size_t at = 0; at < bytes.size(); at += api::kMaxChunkBytes) {
+      msg.set_chunk(bytes.substr(at, api::kMaxChunkBytes));
+      if (!writer->Write(msg)) break;
+    }
+    writer->WritesDone();
+    return api::from_grpc(ctx, writer->Finish());
+  }
+
+  uint64_t hot_reserved() {
+    grpc::ClientContext ctx;
+    v1::StatusResponse resp;
+    REQUIRE(admin->Status(&ctx, {}, &resp).ok());
+    return resp.hot().reserved_bytes();
+  }
+  /// Waits (bounded) until the HOT tier's reservations are `bytes`.
+  bool hot_reserved_becomes(uint64_t bytes) {
+    for (int i = 0; i < 200; ++i) {
+      if (hot_reserved() == bytes) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+};
+
+/// A Put stream that sent its header and then nothing.
+struct silent_put {
+  grpc::ClientContext ctx;
+  v1::PutResponse resp;
+  std::unique_ptr<grpc::ClientWriter<v1::PutRequest>> writer;
+
+  silent_put(v1::ObjectService::Stub& objects, const std::string& tenant, const std::string& key,
+             uint64_t size) {
+    writer = objects.Put(&ctx, &resp);
+    v1::PutRequest msg;
+    msg.mutable_header()->set_tenant(tenant);
+    msg.mutable_header()->set_key(key);
+    msg.mutable_header()->set_size(size);
+    writer->Write(msg);
+  }
+  status finish() {
+    writer->WritesDone();
+    return api::from_grpc(ctx, writer->Finish());
+  }
+};
+
+/// A Get stream whose client never reads.
+struct idle_get {
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReader<v1::GetResponse>> reader;
+
+  idle_get(v1::ObjectService::Stub& objects, const std::string& key) {
+    v1::GetRequest req;
+    req.set_key(key);
+    reader = objects.Get(&ctx, req);
+  }
+  bool finished = false;
+  ~idle_get() {
+    if (finished) return;
+    ctx.TryCancel();
+    reader->Finish();
+  }
+  /// Reads the rest; the status of the stream.
+  status drain() {
+    v1::GetResponse msg;
+    while (reader->Read(&msg)) {
+    }
+    finished = true;
+    return api::from_grpc(ctx, reader->Finish());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("limits: one connection may open at most --max-streams-per-connection object streams") {
+  limits_fixture f({1024, 2, std::chrono::milliseconds{30'000}});
+  REQUIRE(f.put("default", "big", std::string(64 * MiB, 'x')).ok());
+  auto first = std::make_unique<idle_get>(*f.objects, "big");
+  idle_get second(*f.objects, "big");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // both are admitted
+  idle_get third(*f.objects, "big");
+  auto refused = third.drain();
+  CHECK(refused.code() == errc::resource_exhausted);
+  CHECK(refused.message().find("--max-streams-per-connection 2") != std::string::npos);
+  // A put on the same connection is a stream too.
+  CHECK(f.put("default", "small", "abc").code() == errc::resource_exhausted);
+
+  first.reset();  // cancelled: its place is free again
+  bool admitted = false;
+  for (int i = 0; i < 100 && !admitted; ++i) {
+    admitted = f.put("default", "small", "abc").ok();
+    if (!admitted) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(admitted);
+}
+
+TEST_CASE("limits: at most --max-streams object streams are open in all") {
+  limits_fixture f({1, 1024, std::chrono::milliseconds{30'000}});
+  REQUIRE(f.put("default", "big", std::string(64 * MiB, 'x')).ok());
+  idle_get open(*f.objects, "big");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto refused = f.put("default", "other", "abc");
+  CHECK(refused.code() == errc::resource_exhausted);
+  CHECK(refused.message().find("--max-streams 1") != std::string::npos);
+}
+
+TEST_CASE("limits: a Get that is never read holds a small chunk, and a reader still gets every byte") {
+  limits_fixture f({1024, 1024, std::chrono::milliseconds{30'000}});
+  std::string bytes(8 * MiB + 123, 'y');
+  for (size_t i = 0; i < bytes.size(); i += 4096) bytes[i] = static_cast<char>(i / 4096);
+  REQUIRE(f.put("default", "big", bytes).ok());
+  idle_get stream(*f.objects, "big");
+  std::string got;
+  v1::GetResponse msg;
+  size_t first_chunk = 0, largest_chunk = 0;
+  while (stream.reader->Read(&msg)) {
+    if (msg.part_case() != v1::GetResponse::kChunk) continue;
+    if (first_chunk == 0) first_chunk = msg.chunk().size();
+    largest_chunk = std::max(largest_chunk, msg.chunk().size());
+    got += msg.chunk();
+  }
+  stream.finished = true;
+  CHECK(api::from_grpc(stream.ctx, stream.reader->Finish()).ok());
+  CHECK(got == bytes);
+  CHECK(first_chunk == api::kFirstGetChunkBytes);
+  CHECK(largest_chunk == api::kGetChunkBytes);
+}
+
+TEST_CASE("limits: a Put that sends nothing for --put-idle-timeout is ended and its reservation given back") {
+  limits_fixture f({1024, 1024, std::chrono::milliseconds{200}});
+  silent_put idle(*f.objects, "default", "stalled", 64 * MiB);
+  REQUIRE(f.hot_reserved_becomes(64 * MiB));
+  CHECK(f.hot_reserved_becomes(0));  // the sweeper gave it back
+  auto ended = idle.finish();
+  CHECK(ended.code() == errc::resource_exhausted);
+  CHECK(ended.message().find("--put-idle-timeout") != std::string::npos);
+  // A put that keeps sending is not idle, however long it takes in all.
+  grpc::ClientContext ctx;
+  v1::PutResponse resp;
+  auto writer = f.objects->Put(&ctx, &resp);
+  v1::PutRequest msg;
+  msg.mutable_header()->set_key("steady");
+  msg.mutable_header()->set_size(8);
+  REQUIRE(writer->Write(msg));
+  for (int i = 0; i < 8; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    msg.set_chunk("z");
+    REQUIRE(writer->Write(msg));
+  }
+  writer->WritesDone();
+  CHECK(api::from_grpc(ctx, writer->Finish()).ok());
+}
+
+TEST_CASE("limits: one tenant's puts in flight reserve at most --tenant-reserve-ratio of a tier") {
+  limits_fixture f({1024, 1024, std::chrono::milliseconds{30'000}}, 0.5);  // 128 MiB of 256
+  silent_put first(*f.objects, "alpha", "one", 100 * MiB);  // alone, any size that fits
+  REQUIRE(f.hot_reserved_becomes(100 * MiB));
+  auto refused = f.put("alpha", "two", std::string(40 * MiB, 'a'));
+  CHECK(refused.code() == errc::resource_exhausted);
+  CHECK(refused.message().find("--tenant-reserve-ratio") != std::string::npos);
+  CHECK(f.put("beta", "two", std::string(40 * MiB, 'b')).ok());  // another tenant is not held up
+  CHECK(f.put("alpha", "small", std::string(MiB, 'a')).ok());    // within alpha's share
+  first.ctx.TryCancel();
+  first.writer->Finish();
+  CHECK(f.hot_reserved_becomes(0));
+  CHECK(f.put("alpha", "two", std::string(40 * MiB, 'a')).ok());  // its share is free again
+}
