@@ -38,6 +38,7 @@ using guard_atom = caf::atom_constant<caf::atom("guard")>;
 using publish_atom = caf::atom_constant<caf::atom("publish")>;
 using copy_atom = caf::atom_constant<caf::atom("copy")>;
 using unlink_atom = caf::atom_constant<caf::atom("unlink")>;
+using allocate_atom = caf::atom_constant<caf::atom("allocate")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using damaged_atom = caf::atom_constant<caf::atom("damaged")>;
 using scrub_atom = caf::atom_constant<caf::atom("scrub")>;
@@ -413,6 +414,9 @@ using io_actor = caf::typed_actor<
     // named temp file, publishes it, and replies with the digest of the copy.
     caf::replies_to<copy_atom, events::v1::Tier, events::object_ref, std::string>::with<
         persistence::blob_digest>,
+    // Creates a put's temp file in `tier` with its bytes set aside
+    // (tier_store::allocate); NO_AVAILABLE_SPACE when the filesystem is full.
+    caf::replies_to<allocate_atom, events::v1::Tier, std::string, uint64_t>::with<bool>,
     // Deletes files (replicas already unregistered, abandoned temp files).
     caf::reacts_to<unlink_atom, std::vector<std::string>>>;
 

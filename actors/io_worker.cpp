@@ -22,6 +22,11 @@ io_actor::behavior_type io_worker(io_actor::pointer, tiers t) {
         if (!digest) return to_error(digest.error());
         return *digest;
       },
+      [=](allocate_atom, events::v1::Tier tier, const std::string& temp,
+          uint64_t bytes) -> caf::result<bool> {
+        if (auto st = t.of(tier).allocate(temp, bytes); !st.ok()) return to_error(st);
+        return true;
+      },
       [=](unlink_atom, const std::vector<std::string>& paths) {
         for (const auto& p : paths) persistence::tier_store::remove_file(p);
       },

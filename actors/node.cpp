@@ -90,7 +90,7 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   auto now = config.objects.now_ms();
   std::vector<events::v1::Envelope> startup;
   events::v1::Envelope started;
-  started.set_stream("system");
+  started.set_stream(events::kSystemStream);
   started.set_timestamp_ms(now);
   started.mutable_writer_started()->set_writer_id(backend->writer_id());
   started.mutable_writer_started()->set_version(config.version);

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "events/identity.hpp"
+
 namespace weightd::actors {
 
 namespace v1 = events::v1;
@@ -18,7 +20,7 @@ std::vector<v1::Envelope> replica_corrections(const events::object_index& index,
       bool lost = check == persistence::replica_check::missing;
       ++(lost ? report.lost_replicas : report.corrupt_replicas);
       v1::Envelope e;
-      e.set_stream("object|" + ref.tenant + "/" + ref.key);
+      e.set_stream(events::object_stream(ref.tenant, ref.key));
       e.set_timestamp_ms(now_ms);
       auto* dropped = e.mutable_replica_dropped();
       dropped->set_tenant(ref.tenant);

@@ -32,7 +32,7 @@ std::string tier_name(v1::Tier tier) { return tier == v1::TIER_COLD ? "COLD" : "
 
 v1::Envelope object_event(store_pointer self, const object_ref& ref, const std::string& principal) {
   v1::Envelope e;
-  e.set_stream("object|" + ref.tenant + "/" + ref.key);
+  e.set_stream(events::object_stream(ref.tenant, ref.key));
   e.set_timestamp_ms(now_ms(self));
   e.set_principal(principal);
   return e;
@@ -297,6 +297,60 @@ void enforce_watermark(store_pointer self) {
 
 // -------------------------------------------------------------------- put
 
+/// Moves `bytes` of a tenant's reserved share from one tier to another
+/// (TIER_UNSPECIFIED = outside: a put starting or ending).
+void move_share(object_store_state& st, const std::string& tenant, v1::Tier from, v1::Tier to,
+                uint64_t bytes) {
+  if (from != v1::TIER_UNSPECIFIED) {
+    auto it = st.tenant_reserved.find({tenant, from});
+    if (it != st.tenant_reserved.end()) {
+      it->second -= std::min(it->second, bytes);
+      if (it->second == 0) st.tenant_reserved.erase(it);
+    }
+  }
+  if (to != v1::TIER_UNSPECIFIED) st.tenant_reserved[{tenant, to}] += bytes;
+}
+
+/// Creates a put's temp file with its bytes set aside by the filesystem. A
+/// full HOT filesystem is an allocation failure like a full account (SPEC §2):
+/// eviction frees the bytes and the allocation is tried once more.
+void allocate_file(store_pointer self, io_actor io, v1::Tier tier, uint64_t bytes, std::string temp,
+                   bool may_evict, std::function<void(status)> cont) {
+  auto& st = self->state;
+  self->request(io, st.config.io_timeout, allocate_atom::value, tier, temp, bytes)
+      .then([=](bool) { cont({}); },
+            [=](caf::error& err) {
+              auto failed = to_status(err);
+              if (failed.code() != errc::no_available_space || !may_evict) return cont(failed);
+              auto plan = plan_for(self, bytes);
+              if (plan.victims.empty()) return cont(failed);
+              spdlog::info("the HOT filesystem is full; evicting {} objects ({} bytes) for a put "
+                           "of {} bytes",
+                           plan.victims.size(), plan.bytes, bytes);
+              start_eviction(self, plan, [=](result<eviction_summary>) {
+                // The worker that got the victims' unlinks (just now): it
+                // allocates after it has freed their space.
+                auto& st = self->state;
+                auto unlinker = st.io[(st.next_io + st.io.size() - 1) % st.io.size()];
+                allocate_file(self, unlinker, tier, bytes, temp, false, cont);
+              });
+            });
+}
+
+/// Holds room for a put in `tier`: weightd's account of the tier first
+/// (reserve), then the filesystem's (allocate_file). On failure nothing is held.
+void hold_room(store_pointer self, v1::Tier tier, uint64_t bytes, std::string temp,
+               std::function<void(status)> cont) {
+  reserve(self, tier, bytes, [=](status reserved) {
+    if (!reserved.ok()) return cont(reserved);
+    allocate_file(self, next_io(self), tier, bytes, temp, tier == v1::TIER_HOT,
+                  [=](status allocated) {
+      if (!allocated.ok()) release(self, tier, bytes);
+      cont(allocated);
+    });
+  });
+}
+
 /// One tenant's puts in flight may reserve at most tenant_reserve_ratio of a
 /// tier, so that puts that never finish cannot starve every other tenant. A
 /// tenant with nothing reserved may always try: one object is never refused
@@ -350,44 +404,51 @@ caf::result<put_ticket> put_start(store_pointer self, put_request& req) {
                      "a put or removal of " + describe(ref) + " is in progress"});
   if (auto s = check_tenant_share(st, req.tenant, req.tier, req.size); !s.ok()) return to_error(s);
   st.busy.insert(ref);
+  move_share(st, req.tenant, v1::TIER_UNSPECIFIED, req.tier, req.size);  // counted from now on
   auto rp = self->make_response_promise<put_ticket>();
-  // Step 2: the reservation holds (in `tier`): hand out the temp file.
-  auto reserved_in = [=](status reserved, v1::Tier in) mutable {
+  uint64_t id = st.next_put_id++;
+  auto temp_in = [self, id](v1::Tier t) {
+    return self->state.files.of(t).temp_path("put-" + std::to_string(id)).string();
+  };
+  // Step 2: room is held in `in`: hand out the allocated temp file.
+  auto ready_in = [=](v1::Tier in) mutable {
     auto& st = self->state;
-    if (!reserved.ok()) {
-      st.busy.erase(ref);
-      rp.deliver(to_error(reserved));
-      return;
-    }
     req.tier = in;
-    st.tenant_reserved[{req.tenant, in}] += req.size;
-    uint64_t id = st.next_put_id++;
-    const auto& tier = st.files.of(req.tier);
     put_ticket ticket;
     ticket.put_id = id;
-    ticket.temp_path = tier.temp_path("put-" + std::to_string(id)).string();
+    ticket.temp_path = temp_in(in);
     ticket.want_sha256 = req.want_sha256 || sha_expected ||
                          req.data_type == v1::DATA_TYPE_METADATA;
-    ticket.enospc_after_bytes = tier.options().inject_enospc_after_bytes;
+    ticket.enospc_after_bytes = st.files.of(in).options().inject_enospc_after_bytes;
     req.want_sha256 = ticket.want_sha256;
     st.puts[id] = {req, ref, req.tier, ticket.temp_path,
                    now_ms(self) + st.config.put_timeout.count()};
     rp.deliver(ticket);
   };
-  // Step 1: reserve; a member of an importing revision that HOT cannot fit
+  auto refuse = [=](const status& why, v1::Tier held_share) mutable {
+    auto& st = self->state;
+    st.busy.erase(ref);
+    move_share(st, req.tenant, held_share, v1::TIER_UNSPECIFIED, req.size);
+    rp.deliver(to_error(why));
+  };
+  // Step 1: hold room; a member of an importing revision that HOT cannot fit
   // even after eviction spills to COLD (an import never fails for lack of
   // memory while the disk has room).
   auto tier = req.tier;
-  reserve(self, tier, req.size, [=](status reserved) mutable {
+  hold_room(self, tier, req.size, temp_in(tier), [=](status held) mutable {
     auto& st = self->state;
-    bool full = !reserved.ok() && reserved.code() == errc::no_available_space;
+    if (held.ok()) return ready_in(tier);
+    bool full = held.code() == errc::no_available_space;
     if (full && tier == v1::TIER_HOT) ++st.counters.hot_allocation_failures;
-    if (!(full && may_spill)) return reserved_in(reserved, tier);
+    if (!(full && may_spill)) return refuse(held, tier);
     ++st.counters.spills;
     spdlog::info("put spilled to COLD key=\"{}\" group={} bytes={}", req.key, req.group_id,
                  req.size);
-    reserve(self, v1::TIER_COLD, req.size,
-            [=](status cold) mutable { reserved_in(cold, v1::TIER_COLD); });
+    move_share(st, req.tenant, tier, v1::TIER_COLD, req.size);
+    hold_room(self, v1::TIER_COLD, req.size, temp_in(v1::TIER_COLD), [=](status cold) mutable {
+      if (cold.ok()) return ready_in(v1::TIER_COLD);
+      refuse(cold, v1::TIER_COLD);
+    });
   });
   return rp;
 }
@@ -395,10 +456,7 @@ caf::result<put_ticket> put_start(store_pointer self, put_request& req) {
 /// A put's reservation ends (registered, dropped or failed): its tenant's
 /// share goes down.
 void end_share(object_store_state& st, const object_store_state::pending_put& p) {
-  auto it = st.tenant_reserved.find({p.ref.tenant, p.tier});
-  if (it == st.tenant_reserved.end()) return;
-  it->second -= std::min(it->second, p.request.size);
-  if (it->second == 0) st.tenant_reserved.erase(it);
+  move_share(st, p.ref.tenant, p.tier, v1::TIER_UNSPECIFIED, p.request.size);
 }
 
 /// Ends a put that will not be registered: capacity back, file gone.

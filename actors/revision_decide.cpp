@@ -172,7 +172,8 @@ result<decision> decide_begin(const revision_record* current, const begin_import
 // ------------------------------------------------------------ CommitImport
 
 result<commit_precheck> precheck_commit(const revision_record* current, const commit_import& cmd) {
-  if (!current || current->availability == v1::DELETED) return not_found(cmd.id);
+  // The request's own fields first: bad input is INVALID_ARGUMENT whatever
+  // the store holds.
   commit_precheck out{false, cmd};
   auto& m = out.normalized.manifest;
   if (m.manifest_key != events::manifest_key(cmd.id))
@@ -180,10 +181,6 @@ result<commit_precheck> precheck_commit(const revision_record* current, const co
                                               name(cmd.id) + " it is " +
                                               events::manifest_key(cmd.id)};
   if (auto st = check_hex("manifest.manifest_sha256", m.manifest_sha256, 64); !st.ok()) return st;
-  if (m.payload_group_id.empty()) m.payload_group_id = current->payload_group_id;
-  if (m.payload_group_id != current->payload_group_id)
-    return status{errc::invalid_argument, "manifest.payload_group_id is not the canonical " +
-                                              current->payload_group_id + "; leave it empty"};
   if (auto st = check_hex("manifest.payload_keys_sha256", m.payload_keys_sha256, 64); !st.ok())
     return st;
   if (m.payload_count < 1)
@@ -198,6 +195,11 @@ result<commit_precheck> precheck_commit(const revision_record* current, const co
     if (!seen.insert(key).second)
       return status{errc::invalid_argument, "payload_keys lists '" + key + "' twice"};
   }
+  if (!current || current->availability == v1::DELETED) return not_found(cmd.id);
+  if (m.payload_group_id.empty()) m.payload_group_id = current->payload_group_id;
+  if (m.payload_group_id != current->payload_group_id)
+    return status{errc::invalid_argument, "manifest.payload_group_id is not the canonical " +
+                                              current->payload_group_id + "; leave it empty"};
   if (current->visible()) {
     bool same = current->manifest == m && current->payload_keys == cmd.payload_keys;
     if (!same)

@@ -220,6 +220,11 @@ int journal_verify(const journal_location& where, const verify_args& args, std::
   };
   auto state = persistence::fold_journal(**journal, o);
   status verdict = state.ok() ? status{} : state.error();
+  // The folded whole must hold what a snapshot must: every id allocator above
+  // the ids in use, operations that agree with their revisions, byte sums.
+  if (verdict.ok())
+    if (auto st = events::check_snapshot(*state); !st.ok())
+      verdict = {st.code(), "the state after the last event: " + st.message()};
   // Every snapshot must equal the fold at its own seq.
   uint64_t snapshots = 0;
   persistence::snapshot_criteria c;

@@ -105,6 +105,20 @@ bool is_object_event(const v1::Envelope& e) {
          c == P::kObjectRemoved;
 }
 
+std::string stream_of(const v1::Envelope& e) {
+  using P = v1::Envelope::PayloadCase;
+  if (is_revision_event(e)) return revision_stream(revision_of(e));
+  switch (e.payload_case()) {
+    case P::kObjectPut: return object_stream(e.object_put().tenant(), e.object_put().key());
+    case P::kReplicaAdded: return object_stream(e.replica_added().tenant(), e.replica_added().key());
+    case P::kReplicaDropped:
+      return object_stream(e.replica_dropped().tenant(), e.replica_dropped().key());
+    case P::kObjectRemoved:
+      return object_stream(e.object_removed().tenant(), e.object_removed().key());
+    default: return kSystemStream;
+  }
+}
+
 status evolve_objects(object_index& index, const v1::Envelope& e) {
   using P = v1::Envelope::PayloadCase;
   switch (e.payload_case()) {

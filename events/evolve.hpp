@@ -21,6 +21,10 @@ status evolve(store_state& state, const v1::Envelope& event);
 /// True for object_put, replica_added, replica_dropped and object_removed.
 bool is_object_event(const v1::Envelope& event);
 
+/// The stream `event` belongs in, from its payload: its revision's, its
+/// object's, or the system stream. Replay refuses an event stored elsewhere.
+std::string stream_of(const v1::Envelope& event);
+
 /// Applies one object event to an object index (the part of evolve() the
 /// object-store actor runs live). Refusals as for evolve().
 status evolve_objects(object_index& index, const v1::Envelope& event);

@@ -104,6 +104,10 @@ std::optional<uint64_t> parse_decimal(std::string_view digits) {
 
 std::string revision_stream(const revision_key& id) { return "revision|" + canonical_text(id); }
 
+std::string object_stream(const std::string& tenant, const std::string& key) {
+  return "object|" + tenant + "/" + key;
+}
+
 std::string length_prefixed(const std::string& x) {
   return std::to_string(x.size()) + ":" + x + "\n";
 }

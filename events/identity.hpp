@@ -59,6 +59,10 @@ result<revision_key> parse_canonical_text(const std::string& text);
 
 /// The journal stream of a revision: "revision|<canonical text>".
 std::string revision_stream(const revision_key& id);
+/// The journal stream of an object: "object|<tenant>/<key>".
+std::string object_stream(const std::string& tenant, const std::string& key);
+/// The journal stream of everything else (writer_started).
+inline constexpr const char* kSystemStream = "system";
 
 /// "weight:" + hex(sha256(LP(tenant) LP(ns) LP(resource) LP(revision) LP(gen))).
 std::string payload_group_id(const revision_key& id);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "events/event_type.hpp"
 #include "events/evolve.hpp"
 #include "events/state_codec.hpp"
 
@@ -45,6 +46,12 @@ result<events::store_state> fold_journal(const journal_backend& journal,
                  "events " + std::to_string(state.applied_seq + 1) + ".." +
                      std::to_string(e.global_seq() - 1) +
                      " are missing from the journal and no usable snapshot covers them"};
+      return false;
+    }
+    if (auto stream = events::stream_of(e); e.stream() != stream) {
+      failure = {errc::data_loss, "event " + std::to_string(e.global_seq()) + " (" +
+                                      events::event_type_name(e) + ") is stored in stream '" +
+                                      e.stream() + "' but belongs in '" + stream + "'"};
       return false;
     }
     failure = events::evolve(state, e);

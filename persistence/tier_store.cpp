@@ -83,7 +83,9 @@ blob_writer::~blob_writer() {
 result<std::unique_ptr<blob_writer>> blob_writer::create(const std::filesystem::path& path,
                                                          bool want_sha256,
                                                          uint64_t enospc_after_bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  // No O_EXCL: a put's temp file exists already (tier_store::allocate); no
+  // O_TRUNC either, which would give the allocated blocks back.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return io_error("cannot create", path, errno);
   return std::unique_ptr<blob_writer>(new blob_writer(
       fd, path, std::make_unique<hashing>(want_sha256), enospc_after_bytes));
@@ -138,6 +140,17 @@ std::filesystem::path tier_store::object_path(const events::object_ref& ref) con
 
 std::filesystem::path tier_store::temp_path(const std::string& name) const {
   return options_.dir / "tmp" / name;
+}
+
+status tier_store::allocate(const std::filesystem::path& temp, uint64_t bytes) const {
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error("cannot create", temp, errno);
+  int rc = bytes == 0 ? 0 : ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(bytes));
+  int err = errno;
+  ::close(fd);
+  if (rc == 0 || err == EOPNOTSUPP || err == ENOSYS) return {};
+  remove_file(temp);
+  return io_error("cannot allocate " + std::to_string(bytes) + " bytes for", temp, err);
 }
 
 status tier_store::publish(const std::filesystem::path& temp,

@@ -43,7 +43,7 @@ struct blob_digest {
   std::string sha256;  // 64 lowercase hex digits, or "" when not asked for
 };
 
-/// Streams bytes into a new file, computing xxh3-64 (and sha256 when asked)
+/// Streams bytes into a new (or freshly allocated, still empty) file, computing xxh3-64 (and sha256 when asked)
 /// as they arrive. The file is closed but not fsynced by finish(): publishing
 /// does that. Destroying an unfinished writer leaves the file for the caller
 /// to remove (the store reclaims abandoned temp files).
@@ -86,6 +86,12 @@ class tier_store {
 
   std::filesystem::path object_path(const events::object_ref& ref) const;
   std::filesystem::path temp_path(const std::string& name) const;
+
+  /// Creates the temp file `temp` of a put and has the filesystem set `bytes`
+  /// aside for it, so that a full filesystem shows here, before any byte is
+  /// streamed, as NO_AVAILABLE_SPACE (a filesystem without fallocate just
+  /// gets the file). A file that cannot be allocated is removed.
+  status allocate(const std::filesystem::path& temp, uint64_t bytes) const;
 
   /// Makes a finished temp file the replica of `ref`: fsync the file (when
   /// durable), rename it into objects/, fsync the directory (when durable).

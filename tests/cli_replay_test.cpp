@@ -5,7 +5,10 @@
 
 #include <array>
 
+#include "api/exit_codes.hpp"
 #include "lifecycle_fixture.hpp"
+#include "persistence/lmdb_journal.hpp"
+#include "persistence/replay.hpp"
 
 using namespace weightd;
 using namespace weightd::test;
@@ -105,4 +108,32 @@ TEST_CASE("cli: journal verify reports the first event that breaks the lifecycle
   CHECK(r.exit_code == 19);
   CHECK(r.output.find("event seq 2 (revision_deleted) does not apply: not DELETING") !=
         std::string::npos);
+}
+
+TEST_CASE("cli: journal verify and recovery refuse an event stored in another revision's stream") {
+  temp_dir dir;
+  {
+    persistence::lmdb_options o;
+    o.dir = dir.path() / "journal";
+    auto j = persistence::lmdb_journal::open(o);
+    REQUIRE(j.ok());
+    events::revision_key a{"default", "default", "m", "a", 1}, b{"default", "default", "m", "b", 1};
+    v1::Envelope e;
+    e.set_stream(events::revision_stream(a));  // b's event, in a's stream
+    e.set_timestamp_ms(1000);
+    *e.mutable_import_begun()->mutable_id() = b.to_proto();
+    e.mutable_import_begun()->set_payload_group_id(events::payload_group_id(b));
+    std::vector<v1::Envelope> batch{e};
+    REQUIRE((*j)->append(batch).ok());
+  }
+  auto r = weightctl("journal verify --data-dir " + dir.path().string());
+  CHECK(r.exit_code == api::exit_code(errc::data_loss));
+  CHECK(r.output.find("event 1 (import_begun) is stored in stream 'revision|default/m@a#1' but "
+                      "belongs in 'revision|default/m@b#1'") != std::string::npos);
+  persistence::lmdb_options o;
+  o.dir = dir.path() / "journal";
+  auto j = persistence::lmdb_journal::open(o);
+  REQUIRE(j.ok());
+  auto folded = persistence::fold_journal(**j);  // what the daemon's recovery runs
+  CHECK(folded.error().code() == errc::data_loss);
 }

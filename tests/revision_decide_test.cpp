@@ -80,3 +80,14 @@ TEST_CASE("decide: request digests depend on the operation and every argument") 
   CHECK(request_digest("A", {"x", "y"}) != request_digest("A", {"xy"}));
   CHECK(request_digest("A", {"x"}).size() == 64);
 }
+
+TEST_CASE("decide: a malformed commit is INVALID_ARGUMENT naming the field, even for an unknown revision") {
+  commit_import cmd;
+  cmd.id = rid();
+  cmd.manifest.manifest_key = events::manifest_key(rid());
+  cmd.manifest.manifest_sha256 = "abc";  // 3 characters, not 64
+  auto d = precheck_commit(nullptr, cmd);
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.error().code() == errc::invalid_argument);
+  CHECK(d.error().message().find("manifest.manifest_sha256") != std::string::npos);
+}
