@@ -1,5 +1,7 @@
 #include "persistence/lmdb_journal.hpp"
 
+#include <unistd.h>
+
 #include <lmdb.h>
 
 #include <map>
@@ -123,6 +125,19 @@ status lmdb_journal::init() {
                                                options_.dir.string() + ": " + what + ": " +
                                                lmdb_message(rc)};
   };
+  // A data.mdb without its two meta pages is no journal LMDB can read, and
+  // an empty one LMDB would silently start afresh over: every acknowledged
+  // change gone, every tier file an orphan. Refuse both, naming the file.
+  auto file = options_.dir / "data.mdb";
+  auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (std::filesystem::exists(file, ec)) {
+    auto bytes = std::filesystem::file_size(file, ec);
+    if (!ec && bytes < 2 * page)
+      return {errc::data_loss,
+              file.string() + " is truncated to " + std::to_string(bytes) +
+                  " bytes, shorter than LMDB's two meta pages; restore the journal from a copy "
+                  "(or, if this journal never held anything, remove the file)"};
+  }
   if (int rc = mdb_env_create(&env_)) return fail("mdb_env_create", rc);
   if (int rc = mdb_env_set_maxdbs(env_, 8)) return fail("mdb_env_set_maxdbs", rc);
   if (int rc = mdb_env_set_mapsize(env_, options_.initial_map_bytes))
@@ -131,7 +146,11 @@ status lmdb_journal::init() {
   if (options_.read_only) flags |= MDB_RDONLY;
   if (options_.mode == durability::nosync) flags |= MDB_NOSYNC;
   if (int rc = mdb_env_open(env_, options_.dir.c_str(), flags, 0644)) {
-    auto st = fail("mdb_env_open", rc);
+    auto st = rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH
+                  ? status{errc::data_loss, file.string() + " is not a journal LMDB can read (" +
+                                                lmdb_message(rc) +
+                                                "); restore the journal from a copy"}
+                  : fail("mdb_env_open", rc);
     mdb_env_close(env_);
     env_ = nullptr;
     return st;
@@ -143,7 +162,6 @@ status lmdb_journal::init() {
   // would be read through the map: SIGBUS, not an error. Compare first.
   MDB_stat env_stat;
   mdb_env_stat(env_, &env_stat);
-  auto file = options_.dir / "data.mdb";
   auto file_bytes = std::filesystem::file_size(file, ec);
   uint64_t page_end = (static_cast<uint64_t>(info.me_last_pgno) + 1) * env_stat.ms_psize;
   if (file_bytes < page_end) {
