@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <lmdb.h>
+#include <spdlog/spdlog.h>
 
 #include <map>
 #include <system_error>
@@ -497,7 +498,12 @@ result<std::optional<snapshot_record>> lmdb_journal::load_snapshot(
       if (key.size() != 24 || key.substr(0, 16) != hash) break;
       if (read_be64(key.substr(16)) < criteria.min_seq) break;
       snapshot_record s;
-      if (!decode_snapshot(key, view(v), s) || s.stream != stream) continue;
+      if (!decode_snapshot(key, view(v), s) || s.stream != stream) {
+        spdlog::warn("the {} snapshot at seq {} fails its checksum and is not used; an older "
+                     "snapshot or the events rebuild the state",
+                     stream, read_be64(key.substr(16)));
+        continue;
+      }
       if (criteria.matches(s)) {
         found = std::move(s);
         break;

@@ -5,6 +5,11 @@
 #   scripts/dev.sh test [ctest args]        install deps, build, run every test
 #   scripts/dev.sh deps | build             just that step
 #   scripts/dev.sh bench                    build and run the benchmarks (installs etcd too)
+#   scripts/dev.sh fuzz [seconds]           build the libFuzzer targets (clang) and run each
+#                                           for that long (default 600)
+#
+# `test` runs the whole suite, then every fuzz target for 20 s (WEIGHTD_QUICK=1
+# skips the fuzz step locally; CI runs it).
 #
 # Environment: BUILD_DIR (default ./build), BUILD_TYPE (default Release),
 # SANITIZE=1 for an ASan+UBSan build.
@@ -24,6 +29,9 @@ PACKAGES=(
 )
 # Only the benchmarks need these: lease_bench compares with etcd 3.4.
 BENCH_PACKAGES=(etcd-server)
+# The fuzz targets: Debian's clang and its libFuzzer runtime.
+FUZZ_PACKAGES=(clang libclang-rt-14-dev)
+FUZZ_DIR=${FUZZ_DIR:-$BUILD_DIR-fuzz}
 
 deps() {  # [extra packages]
   local missing=()
@@ -45,6 +53,15 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
+# The fuzz targets in a clang tree of their own (tests/fuzz/CMakeLists.txt):
+# only they and the libraries they use are built.
+build_fuzz() {  # seconds each target runs under ctest
+  CC=clang CXX=clang++ cmake -S . -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DWEIGHTD_FUZZ=ON -DWEIGHTD_BUILD_TESTS=OFF -DWEIGHTD_BUILD_BENCH=OFF \
+    -DWEIGHTD_FUZZ_SECONDS="$1" >/dev/null
+  cmake --build "$FUZZ_DIR" -j "$JOBS" --target fuzz_targets
+}
+
 # Sanitizer builds: any finding fails the test (UBSan would otherwise only print).
 if [ "${SANITIZE:-0}" = "1" ]; then
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$PWD/scripts/ubsan.supp"
@@ -57,8 +74,17 @@ case "$cmd" in
   deps) deps ;;
   build) deps && build ;;
   test)
-    deps && build
+    if [ "${WEIGHTD_QUICK:-0}" = "1" ]; then deps; else deps "${FUZZ_PACKAGES[@]}"; fi
+    build
     ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" "$@"
+    if [ "${WEIGHTD_QUICK:-0}" != "1" ]; then
+      build_fuzz 20
+      ctest --test-dir "$FUZZ_DIR" --output-on-failure -j "$JOBS"
+    fi
+    ;;
+  fuzz)
+    deps "${FUZZ_PACKAGES[@]}" && build_fuzz "${1:-600}"
+    ctest --test-dir "$FUZZ_DIR" --output-on-failure -j "$JOBS" -V | grep -E "number_of_executed_units|Test #|Passed|Failed"
     ;;
   daemon)
     deps && build

@@ -117,6 +117,11 @@ struct idle_get {
     req.set_key(key);
     reader = objects.Get(&ctx, req);
   }
+  /// True once the server admitted the stream (its first message arrived).
+  bool admitted() {
+    v1::GetResponse msg;
+    return reader->Read(&msg);
+  }
   bool finished = false;
   ~idle_get() {
     if (finished) return;
@@ -140,7 +145,8 @@ TEST_CASE("limits: one connection may open at most --max-streams-per-connection 
   REQUIRE(f.put("default", "big", std::string(64 * MiB, 'x')).ok());
   auto first = std::make_unique<idle_get>(*f.objects, "big");
   idle_get second(*f.objects, "big");
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // both are admitted
+  REQUIRE(first->admitted());
+  REQUIRE(second.admitted());
   idle_get third(*f.objects, "big");
   auto refused = third.drain();
   CHECK(refused.code() == errc::resource_exhausted);
@@ -161,7 +167,7 @@ TEST_CASE("limits: at most --max-streams object streams are open in all") {
   limits_fixture f({1, 1024, std::chrono::milliseconds{30'000}});
   REQUIRE(f.put("default", "big", std::string(64 * MiB, 'x')).ok());
   idle_get open(*f.objects, "big");
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  REQUIRE(open.admitted());
   auto refused = f.put("default", "other", "abc");
   CHECK(refused.code() == errc::resource_exhausted);
   CHECK(refused.message().find("--max-streams 1") != std::string::npos);
