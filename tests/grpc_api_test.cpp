@@ -12,6 +12,7 @@
 #include "events/identity.hpp"
 #include "persistence/tier_store.hpp"
 #include "support.hpp"
+#include "test_node.hpp"
 
 using namespace weightd;
 using namespace weightd::test;
@@ -30,10 +31,7 @@ struct api_fixture {
   std::unique_ptr<v1::AdminService::Stub> admin;
 
   api_fixture() {
-    actors::node_config c;
-    c.journal.dir = dir.path() / "journal";
-    c.hot = {ev1::TIER_HOT, dir.path() / "hot", 256 << 20, false};
-    c.cold = {ev1::TIER_COLD, dir.path() / "cold", 0, true};
+    auto c = node_in(dir.path(), 256 << 20);
     auto started = actors::embedded::start(c, 2);
     REQUIRE_MESSAGE(started.ok(), started.error().to_string());
     store = std::move(*started);
@@ -263,10 +261,7 @@ TEST_CASE_FIXTURE(api_fixture, "api: /metrics counts calls by RPC and code, /hea
 
 TEST_CASE("api: listening beyond loopback is refused until authentication exists") {
   temp_dir dir;
-  actors::node_config c;
-  c.journal.dir = dir.path() / "journal";
-  c.hot = {ev1::TIER_HOT, dir.path() / "hot", 1 << 20, false};
-  c.cold = {ev1::TIER_COLD, dir.path() / "cold", 0, true};
+  auto c = node_in(dir.path(), 1 << 20);
   auto store = actors::embedded::start(c, 2);
   REQUIRE(store.ok());
   api::server_options o;

@@ -12,6 +12,7 @@
 #include "api/server.hpp"
 #include "api/weightd.grpc.pb.h"
 #include "support.hpp"
+#include "test_node.hpp"
 
 using namespace weightd;
 using namespace weightd::test;
@@ -29,10 +30,7 @@ struct limits_fixture {
   std::unique_ptr<v1::AdminService::Stub> admin;
 
   explicit limits_fixture(api::stream_limit_options limits, double tenant_reserve_ratio = 1.0) {
-    actors::node_config c;
-    c.journal.dir = dir.path() / "journal";
-    c.hot = {ev1::TIER_HOT, dir.path() / "hot", 256 * MiB, false};
-    c.cold = {ev1::TIER_COLD, dir.path() / "cold", 0, true};
+    auto c = node_in(dir.path(), 256 * MiB);
     c.objects.tenant_reserve_ratio = tenant_reserve_ratio;
     auto started = actors::embedded::start(c, 2);
     REQUIRE_MESSAGE(started.ok(), started.error().to_string());

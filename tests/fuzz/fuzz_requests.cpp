@@ -64,15 +64,21 @@ struct fixture {
   }
 };
 
-template <class Request>
-bool parse(Request& req, const uint8_t* data, size_t size) {
-  return req.ParseFromArray(data, static_cast<int>(size));
+/// Parses the request, converts it (an error must say what is wrong) and
+/// hands a command to `decide`.
+template <class Request, class Decide>
+void convert(const uint8_t* data, size_t size, Decide&& decide) {
+  Request req;
+  if (!req.ParseFromArray(data, static_cast<int>(size))) return;
+  auto cmd = api::from_proto(req);
+  if (!cmd.ok()) {
+    if (cmd.error().message().empty()) __builtin_trap();
+    return;
+  }
+  decide(*cmd);
 }
 
-template <class Result>
-void must_explain(const Result& r) {
-  if (!r.ok() && r.error().message().empty()) __builtin_trap();
-}
+constexpr auto convert_only = [](auto&) {};
 
 }  // namespace
 
@@ -83,89 +89,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint8_t which = data[0] % 17;
   ++data;
   --size;
+  // A command against no revision and the importing one, through `decide_fn`.
+  auto against_both = [&](auto decide_fn) {
+    return [decide_fn](auto& cmd) { f.decide(cmd, decide_fn); };
+  };
+  // A lease command against the importing revision.
+  auto against_importing = [&](auto decide_fn) {
+    return [decide_fn](auto& cmd) { f.check(decide_fn(*f.index.find(f.importing), cmd)); };
+  };
+  using namespace actors;
   switch (which) {
-    case 0: {
-      v1::BeginImportRequest req;
-      if (!parse(req, data, size)) return 0;
-      auto cmd = api::from_proto(req);
-      must_explain(cmd);
-      if (cmd.ok()) f.decide(*cmd, [&](auto* r, auto& c) { return actors::decide_begin(r, c, ctx); });
-      break;
-    }
-    case 1: {
-      v1::CommitImportRequest req;
-      if (!parse(req, data, size)) return 0;
-      auto cmd = api::from_proto(req);
-      must_explain(cmd);
-      if (cmd.ok()) f.decide(*cmd, [&](auto* r, auto& c) { return actors::precheck_commit(r, c); });
-      break;
-    }
-    case 2: {
-      v1::AbortImportRequest req;
-      if (!parse(req, data, size)) return 0;
-      auto cmd = api::from_proto(req);
-      must_explain(cmd);
-      if (cmd.ok()) f.decide(*cmd, [&](auto* r, auto& c) { return actors::decide_abort(r, c, ctx); });
-      break;
-    }
-    case 3: {
-      v1::UpdatePolicyRequest req;
-      if (!parse(req, data, size)) return 0;
-      auto cmd = api::from_proto(req);
-      must_explain(cmd);
-      if (cmd.ok())
-        f.decide(*cmd, [&](auto* r, auto& c) { return actors::decide_update_policy(r, c, ctx); });
-      break;
-    }
-    case 4: {
-      v1::RemoveRevisionRequest req;
-      if (!parse(req, data, size)) return 0;
-      auto cmd = api::from_proto(req);
-      must_explain(cmd);
-      if (cmd.ok()) f.decide(*cmd, [&](auto* r, auto& c) { return actors::decide_remove(r, c, ctx); });
-      break;
-    }
-    case 5: {
-      v1::MigrateRequest req;
-      if (!parse(req, data, size)) return 0;
-      auto cmd = api::from_proto(req);
-      must_explain(cmd);
-      if (cmd.ok())
-        f.decide(*cmd, [&](auto* r, auto& c) { return actors::decide_migrate(r, f.index, c, ctx); });
-      break;
-    }
-    case 6: {
-      v1::AcquireLeaseRequest req;
-      if (!parse(req, data, size)) return 0;
-      auto cmd = api::from_proto(req);
-      must_explain(cmd);
-      if (cmd.ok()) f.decide(*cmd, [&](auto* r, auto& c) { return actors::decide_acquire(r, c, ctx); });
-      break;
-    }
-    case 7: {
-      v1::RenewLeaseRequest req;
-      if (!parse(req, data, size)) return 0;
-      auto cmd = api::from_proto(req);
-      must_explain(cmd);
-      if (cmd.ok()) f.check(actors::decide_renew(*f.index.find(f.importing), *cmd, ctx));
-      break;
-    }
-    case 8: {
-      v1::RevokeLeaseRequest req;
-      if (!parse(req, data, size)) return 0;
-      auto cmd = api::from_proto(req);
-      must_explain(cmd);
-      if (cmd.ok()) f.check(actors::decide_revoke(*f.index.find(f.importing), *cmd, ctx));
-      break;
-    }
-    case 9: { v1::GetRevisionRequest req; if (parse(req, data, size)) must_explain(api::from_proto(req)); break; }
-    case 10: { v1::ListRevisionsRequest req; if (parse(req, data, size)) must_explain(api::from_proto(req)); break; }
-    case 11: { v1::ReleaseLeaseRequest req; if (parse(req, data, size)) must_explain(api::from_proto(req)); break; }
-    case 12: { v1::ListLeasesRequest req; if (parse(req, data, size)) must_explain(api::from_proto(req)); break; }
-    case 13: { v1::GetOperationRequest req; if (parse(req, data, size)) must_explain(api::from_proto(req)); break; }
-    case 14: { v1::CancelOperationRequest req; if (parse(req, data, size)) must_explain(api::from_proto(req)); break; }
-    case 15: { v1::ReconcileRequest req; if (parse(req, data, size)) must_explain(api::from_proto(req)); break; }
-    case 16: { v1::PutHeader req; if (parse(req, data, size)) must_explain(api::from_proto(req)); break; }
+    case 0: convert<v1::BeginImportRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_begin(r, c, ctx); })); break;
+    case 1: convert<v1::CommitImportRequest>(data, size, against_both([&](auto* r, auto& c) { return precheck_commit(r, c); })); break;
+    case 2: convert<v1::AbortImportRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_abort(r, c, ctx); })); break;
+    case 3: convert<v1::UpdatePolicyRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_update_policy(r, c, ctx); })); break;
+    case 4: convert<v1::RemoveRevisionRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_remove(r, c, ctx); })); break;
+    case 5: convert<v1::MigrateRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_migrate(r, f.index, c, ctx); })); break;
+    case 6: convert<v1::AcquireLeaseRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_acquire(r, c, ctx); })); break;
+    case 7: convert<v1::RenewLeaseRequest>(data, size, against_importing([&](auto& r, auto& c) { return decide_renew(r, c, ctx); })); break;
+    case 8: convert<v1::RevokeLeaseRequest>(data, size, against_importing([&](auto& r, auto& c) { return decide_revoke(r, c, ctx); })); break;
+    case 9: convert<v1::GetRevisionRequest>(data, size, convert_only); break;
+    case 10: convert<v1::ListRevisionsRequest>(data, size, convert_only); break;
+    case 11: convert<v1::ReleaseLeaseRequest>(data, size, convert_only); break;
+    case 12: convert<v1::ListLeasesRequest>(data, size, convert_only); break;
+    case 13: convert<v1::GetOperationRequest>(data, size, convert_only); break;
+    case 14: convert<v1::CancelOperationRequest>(data, size, convert_only); break;
+    case 15: convert<v1::ReconcileRequest>(data, size, convert_only); break;
+    case 16: convert<v1::PutHeader>(data, size, convert_only); break;
   }
   return 0;
 }
