@@ -57,7 +57,9 @@ class error_trailer final : public grpc::experimental::Interceptor {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       auto st = methods->GetSendStatus();
       auto* trailers = methods->GetSendTrailingMetadata();
-      if (!st.ok() && trailers && trailers->find(kErrorMetadata) == trailers->end())
+      // A cancelled call has nobody to read a trailer (and is no weightd error).
+      if (!st.ok() && st.error_code() != grpc::StatusCode::CANCELLED && trailers &&
+          trailers->find(kErrorMetadata) == trailers->end())
         trailers->emplace(kErrorMetadata, code_name(domain_code(st.error_code())));
     }
     methods->Proceed();

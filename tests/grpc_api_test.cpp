@@ -22,53 +22,29 @@ namespace {
 
 struct api_fixture {
   temp_dir dir;
-  std::unique_ptr<actors::embedded> store;
   std::shared_ptr<api::rpc_metrics> rpcs = std::make_shared<api::rpc_metrics>();
-  std::unique_ptr<api::grpc_server> server;
+  served_node node{node_in(dir.path(), 256 << 20), with_metrics(rpcs)};
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::WeightService::Stub> weights;
   std::unique_ptr<v1::ObjectService::Stub> objects;
   std::unique_ptr<v1::AdminService::Stub> admin;
 
-  api_fixture() {
-    auto c = node_in(dir.path(), 256 << 20);
-    auto started = actors::embedded::start(c, 2);
-    REQUIRE_MESSAGE(started.ok(), started.error().to_string());
-    store = std::move(*started);
+  static api::server_options with_metrics(std::shared_ptr<api::rpc_metrics> rpcs) {
     api::server_options o;
-    o.listen = "127.0.0.1:0";
-    o.metrics = rpcs;
-    auto s = api::grpc_server::start(store->system(), store->handles(), o);
-    REQUIRE_MESSAGE(s.ok(), s.error().to_string());
-    server = std::move(*s);
+    o.metrics = std::move(rpcs);
+    return o;
+  }
+  api_fixture() {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(8 << 20);
-    channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server->port()),
-                                        grpc::InsecureChannelCredentials(), args);
+    channel = grpc::CreateCustomChannel(node.address(), grpc::InsecureChannelCredentials(), args);
     weights = v1::WeightService::NewStub(channel);
     objects = v1::ObjectService::NewStub(channel);
     admin = v1::AdminService::NewStub(channel);
   }
-  ~api_fixture() {
-    server.reset();
-    store.reset();
-  }
 
-  /// Streams `bytes` as a put in 4 MiB chunks.
   status put(v1::PutHeader header, const std::string& bytes, v1::PutResponse* resp = nullptr) {
-    grpc::ClientContext ctx;
-    v1::PutResponse local;
-    auto writer = objects->Put(&ctx, resp ? resp : &local);
-    v1::PutRequest msg;
-    if (header.size() == 0) header.set_size(bytes.size());
-    *msg.mutable_header() = header;
-    writer->Write(msg);
-    for (size_t at = 0; at < bytes.size(); at += api::kMaxChunkBytes) {
-      msg.set_chunk(bytes.substr(at, api::kMaxChunkBytes));
-      if (!writer->Write(msg)) break;
-    }
-    writer->WritesDone();
-    return api::from_grpc(ctx, writer->Finish());
+    return put_stream(*objects, std::move(header), bytes, resp);
   }
   result<std::string> get(const std::string& key, v1::ObjectService::Stub* stub = nullptr) {
     grpc::ClientContext ctx;
@@ -236,7 +212,7 @@ TEST_CASE_FIXTURE(api_fixture, "api: /metrics counts calls by RPC and code, /hea
   v1::PutHeader h;
   h.set_key("plain");
   REQUIRE(put(h, "bytes").ok());
-  auto m = api::metrics_server::start(store->system(), store->handles(), rpcs, "127.0.0.1:0");
+  auto m = api::metrics_server::start(node.store->system(), node.store->handles(), rpcs, "127.0.0.1:0");
   REQUIRE_MESSAGE(m.ok(), m.error().to_string());
   httplib::Client http("127.0.0.1", (*m)->port());
   auto scraped = http.Get("/metrics");
@@ -451,7 +427,7 @@ TEST_CASE_FIXTURE(api_fixture, "api: a stock gRPC client (4 MiB receive limit) r
   h.set_key("big.bin");
   REQUIRE(put(h, big).ok());
   auto stock = v1::ObjectService::NewStub(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(server->port()), grpc::InsecureChannelCredentials()));
+      node.address(), grpc::InsecureChannelCredentials()));
   auto read = get("big.bin", stock.get());
   REQUIRE_MESSAGE(read.ok(), read.error().to_string());
   CHECK(*read == big);

@@ -24,48 +24,32 @@ constexpr uint64_t MiB = 1ull << 20;
 
 struct limits_fixture {
   temp_dir dir;
-  std::unique_ptr<actors::embedded> store;
-  std::unique_ptr<api::grpc_server> server;
+  served_node node;
   std::unique_ptr<v1::ObjectService::Stub> objects;
   std::unique_ptr<v1::AdminService::Stub> admin;
 
-  explicit limits_fixture(api::stream_limit_options limits, double tenant_reserve_ratio = 1.0) {
+  static actors::node_config config(const temp_dir& dir, double tenant_reserve_ratio) {
     auto c = node_in(dir.path(), 256 * MiB);
     c.objects.tenant_reserve_ratio = tenant_reserve_ratio;
-    auto started = actors::embedded::start(c, 2);
-    REQUIRE_MESSAGE(started.ok(), started.error().to_string());
-    store = std::move(*started);
+    return c;
+  }
+  static api::server_options options(api::stream_limit_options limits) {
     api::server_options o;
-    o.listen = "127.0.0.1:0";
     o.streams = limits;
-    auto s = api::grpc_server::start(store->system(), store->handles(), o);
-    REQUIRE_MESSAGE(s.ok(), s.error().to_string());
-    server = std::move(*s);
-    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server->port()),
-                                       grpc::InsecureChannelCredentials());
+    return o;
+  }
+  explicit limits_fixture(api::stream_limit_options limits, double tenant_reserve_ratio = 1.0)
+      : node(config(dir, tenant_reserve_ratio), options(limits)) {
+    auto channel = grpc::CreateChannel(node.address(), grpc::InsecureChannelCredentials());
     objects = v1::ObjectService::NewStub(channel);
     admin = v1::AdminService::NewStub(channel);
   }
-  ~limits_fixture() {
-    server.reset();
-    store.reset();
-  }
 
   status put(const std::string& tenant, const std::string& key, const std::string& bytes) {
-    grpc::ClientContext ctx;
-    v1::PutResponse resp;
-    auto writer = objects->Put(&ctx, &resp);
-    v1::PutRequest msg;
-    msg.mutable_header()->set_tenant(tenant);
-    msg.mutable_header()->set_key(key);
-    msg.mutable_header()->set_size(bytes.size());
-    writer->Write(msg);
-    for (size_t at = 0; at < bytes.size(); at += api::kMaxChunkBytes) {
-      msg.set_chunk(bytes.substr(at, api::kMaxChunkBytes));
-      if (!writer->Write(msg)) break;
-    }
-    writer->WritesDone();
-    return api::from_grpc(ctx, writer->Finish());
+    v1::PutHeader header;
+    header.set_tenant(tenant);
+    header.set_key(key);
+    return put_stream(*objects, header, bytes);
   }
 
   uint64_t hot_reserved() {
