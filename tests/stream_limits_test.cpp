@@ -178,7 +178,7 @@ TEST_CASE("limits: a Get that is never read holds a small chunk, and a reader st
 }
 
 TEST_CASE("limits: a Put that sends nothing for --put-idle-timeout is ended and its reservation given back") {
-  limits_fixture f({1024, 1024, std::chrono::milliseconds{200}});
+  limits_fixture f({1024, 1024, std::chrono::milliseconds{1'000}});  // long enough to see the reservation
   silent_put idle(*f.objects, "default", "stalled", 64 * MiB);
   REQUIRE(f.hot_reserved_becomes(64 * MiB));
   CHECK(f.hot_reserved_becomes(0));  // the sweeper gave it back
