@@ -225,7 +225,18 @@ int journal_verify(const journal_location& where, const verify_args& args, std::
   if (verdict.ok())
     if (auto st = events::check_snapshot(*state); !st.ok())
       verdict = {st.code(), "the state after the last event: " + st.message()};
-  // Every snapshot must equal the fold at its own seq.
+  // Every snapshot must pass its checksum (recovery skips one that does not,
+  // and so loses the reason to keep the events before it) ...
+  if (verdict.ok()) {
+    auto damaged = (*journal)->damaged_snapshots(events::kStateSnapshotStream);
+    if (!damaged.ok()) verdict = damaged.error();
+    else if (!damaged->empty())
+      verdict = {errc::data_loss, "the snapshot at seq " + std::to_string(damaged->back()) +
+                                      " fails its checksum (" + std::to_string(damaged->size()) +
+                                      " damaged in all); weightd skips it and rebuilds from an "
+                                      "older snapshot or the events"};
+  }
+  // ... and equal the fold at its own seq.
   uint64_t snapshots = 0;
   persistence::snapshot_criteria c;
   while (verdict.ok()) {

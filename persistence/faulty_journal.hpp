@@ -49,6 +49,9 @@ class faulty_journal final : public journal_backend {
       std::string_view stream, const snapshot_criteria& c) const override {
     return inner_->load_snapshot(stream, c);
   }
+  result<std::vector<uint64_t>> damaged_snapshots(std::string_view stream) const override {
+    return inner_->damaged_snapshots(stream);
+  }
   status delete_snapshot(std::string_view stream, uint64_t seq) override {
     return inner_->delete_snapshot(stream, seq);
   }

@@ -95,6 +95,11 @@ class journal_backend {
   virtual result<std::optional<snapshot_record>> load_snapshot(
       std::string_view stream, const snapshot_criteria& criteria) const = 0;
 
+  /// The seqs of `stream`'s stored snapshots that fail their checksum (or
+  /// decode as another stream's), oldest first. load_snapshot skips them;
+  /// `journal verify` reports them.
+  virtual result<std::vector<uint64_t>> damaged_snapshots(std::string_view stream) const = 0;
+
   /// Deletes the snapshot (stream, seq); deleting a missing one is ok.
   virtual status delete_snapshot(std::string_view stream, uint64_t seq) = 0;
 

@@ -515,6 +515,27 @@ result<std::optional<snapshot_record>> lmdb_journal::load_snapshot(
   return found;
 }
 
+result<std::vector<uint64_t>> lmdb_journal::damaged_snapshots(std::string_view stream) const {
+  auto hash = stream_hash(stream);
+  std::vector<uint64_t> damaged;
+  auto st = with_read_txn([&](MDB_txn* txn) -> status {
+    cursor_guard c;
+    if (int rc = mdb_cursor_open(txn, snapshots_, &c.cursor)) return read_error(rc);
+    MDB_val k = mdb_val(hash), v;
+    int rc = mdb_cursor_get(c.cursor, &k, &v, MDB_SET_RANGE);
+    for (; rc == 0; rc = mdb_cursor_get(c.cursor, &k, &v, MDB_NEXT)) {
+      auto key = view(k);
+      if (key.size() != 24 || key.substr(0, 16) != hash) break;
+      snapshot_record s;
+      if (!decode_snapshot(key, view(v), s) || s.stream != stream)
+        damaged.push_back(read_be64(key.substr(16)));
+    }
+    return rc == 0 || rc == MDB_NOTFOUND ? status{} : read_error(rc);
+  });
+  if (!st.ok()) return st;
+  return damaged;
+}
+
 status lmdb_journal::delete_snapshot(std::string_view stream, uint64_t seq) {
   auto key = stream_hash(stream) + be64(seq);
   return with_write_txn("delete snapshot", [&](MDB_txn* txn) {

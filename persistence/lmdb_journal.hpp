@@ -60,6 +60,7 @@ class lmdb_journal final : public journal_backend {
   status save_snapshot(const snapshot_record& snapshot) override;
   result<std::optional<snapshot_record>> load_snapshot(
       std::string_view stream, const snapshot_criteria& criteria) const override;
+  result<std::vector<uint64_t>> damaged_snapshots(std::string_view stream) const override;
   status delete_snapshot(std::string_view stream, uint64_t seq) override;
   status delete_snapshots(std::string_view stream, const snapshot_criteria& criteria) override;
   uint64_t writer_id() const override { return incarnation_; }

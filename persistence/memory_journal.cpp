@@ -111,6 +111,20 @@ result<std::optional<snapshot_record>> memory_journal::load_snapshot(
   return std::optional<snapshot_record>{};
 }
 
+result<std::vector<uint64_t>> memory_journal::damaged_snapshots(std::string_view stream) const {
+  std::shared_lock lock(mutex_);
+  std::string name{stream};
+  std::vector<uint64_t> damaged;
+  for (auto it = snapshots_.lower_bound({name, 0});
+       it != snapshots_.end() && it->first.first == name; ++it) {
+    snapshot_record s;
+    auto body = decode_record(stream_hash(name) + be64(it->first.second), it->second);
+    if (!body || !decode_snapshot_body(*body, s.stream, s.timestamp_ms, s.data))
+      damaged.push_back(it->first.second);
+  }
+  return damaged;
+}
+
 status memory_journal::delete_snapshot(std::string_view stream, uint64_t seq) {
   std::unique_lock lock(mutex_);
   snapshots_.erase({std::string{stream}, seq});
@@ -135,6 +149,12 @@ status memory_journal::delete_snapshots(std::string_view stream,
 void memory_journal::corrupt_event_for_testing(uint64_t seq) {
   std::unique_lock lock(mutex_);
   auto& record = events_.at(seq);
+  record.back() = static_cast<char>(record.back() ^ 0x5a);
+}
+
+void memory_journal::corrupt_snapshot_for_testing(std::string_view stream, uint64_t seq) {
+  std::unique_lock lock(mutex_);
+  auto& record = snapshots_.at({std::string{stream}, seq});
   record.back() = static_cast<char>(record.back() ^ 0x5a);
 }
 

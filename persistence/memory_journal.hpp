@@ -24,12 +24,15 @@ class memory_journal final : public journal_backend {
   status save_snapshot(const snapshot_record& snapshot) override;
   result<std::optional<snapshot_record>> load_snapshot(
       std::string_view stream, const snapshot_criteria& criteria) const override;
+  result<std::vector<uint64_t>> damaged_snapshots(std::string_view stream) const override;
   status delete_snapshot(std::string_view stream, uint64_t seq) override;
   status delete_snapshots(std::string_view stream, const snapshot_criteria& criteria) override;
   uint64_t writer_id() const override { return writer_id_; }
 
   /// Test hook: flips a byte of the stored record of `seq`.
   void corrupt_event_for_testing(uint64_t seq);
+  /// Test hook: flips a byte of the stored snapshot (stream, seq).
+  void corrupt_snapshot_for_testing(std::string_view stream, uint64_t seq);
 
  private:
   struct stream_info {

@@ -135,3 +135,16 @@ SNAPSHOT_SPEC("snapshots of different streams do not see each other") {
   REQUIRE(s.j.delete_snapshots("revision|default/x@main#1", {}).ok());
   CHECK(s.data() == "s-5");
 }
+
+TEST_CASE("snapshot spec: a snapshot that fails its checksum is skipped by load and listed as damaged") {
+  snapshot_spec<memory_backend> s;
+  CHECK(s.j.damaged_snapshots(pid)->empty());
+  s.store.journal.corrupt_snapshot_for_testing(pid, 15);
+  s.store.journal.corrupt_snapshot_for_testing(pid, 13);
+  CHECK(s.data() == "s-4");
+  CHECK(s.data(upto(13)) == "s-2");
+  auto damaged = s.j.damaged_snapshots(pid);
+  REQUIRE(damaged.ok());
+  CHECK(*damaged == std::vector<uint64_t>{13, 15});
+  CHECK(s.j.damaged_snapshots("revision|default/x@main#1")->empty());
+}
