@@ -16,9 +16,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/transfer_buffers.hpp"
-#include "api/client.hpp"
-#include "api/online_commands.hpp"
+#include "api/common/transfer_buffers.hpp"
+#include "api/client/client.hpp"
+#include "api/cli/online_commands.hpp"
 #include "bench_support.hpp"
 #include "persistence/tier_store.hpp"
 

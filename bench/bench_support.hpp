@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "actors/embedded.hpp"
-#include "api/server.hpp"
+#include "api/server/server.hpp"
 #include "events/identity.hpp"
 #include "events/digest.hpp"
 

@@ -19,7 +19,7 @@
 #include <future>
 
 #include "api/weightd.grpc.pb.h"
-#include "api/loopback.hpp"
+#include "api/common/loopback.hpp"
 #include "bench/etcd_lease.grpc.pb.h"
 #include "bench_support.hpp"
 

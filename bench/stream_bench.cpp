@@ -15,7 +15,7 @@
 
 #include <fstream>
 
-#include "api/client.hpp"
+#include "api/client/client.hpp"
 #include "api/weightd.grpc.pb.h"
 #include "bench_support.hpp"
 

@@ -25,7 +25,7 @@ PACKAGES=(
   build-essential cmake pkg-config
   libcaf-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   liblmdb-dev libspdlog-dev doctest-dev libcli11-dev libxxhash-dev libssl-dev
-  libcpp-httplib-dev lmdb-utils
+  libcpp-httplib-dev lmdb-utils nlohmann-json3-dev prometheus-cpp-dev libsystemd-dev
 )
 # Only the benchmarks need these: lease_bench compares with etcd 3.4.
 BENCH_PACKAGES=(etcd-server)

@@ -3,7 +3,7 @@
 
 #include <fstream>
 
-#include "api/client.hpp"
+#include "api/client/client.hpp"
 #include "daemon_fixture.hpp"
 #include "events/identity.hpp"
 

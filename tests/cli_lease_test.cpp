@@ -5,7 +5,7 @@
 #include <fstream>
 #include <thread>
 
-#include "api/client.hpp"
+#include "api/client/client.hpp"
 #include "events/identity.hpp"
 #include "daemon_fixture.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <array>
 
-#include "api/exit_codes.hpp"
+#include "api/cli/exit_codes.hpp"
 #include "lifecycle_fixture.hpp"
 #include "persistence/lmdb_journal.hpp"
 #include "persistence/replay.hpp"

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "api/daemon_config.hpp"
+#include "api/server/daemon_config.hpp"
 
 using namespace weightd::api;
 using namespace std::chrono_literals;

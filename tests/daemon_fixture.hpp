@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "api/loopback.hpp"
+#include "api/common/loopback.hpp"
 #include "support.hpp"
 
 namespace weightd::test {

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/loopback.hpp"
+#include "api/common/loopback.hpp"
 #include "support.hpp"
 
 namespace weightd::test {

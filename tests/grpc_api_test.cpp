@@ -5,9 +5,9 @@
 #include <httplib.h>
 
 #include "actors/embedded.hpp"
-#include "api/grpc_status.hpp"
-#include "api/metrics.hpp"
-#include "api/server.hpp"
+#include "api/common/grpc_status.hpp"
+#include "api/server/metrics.hpp"
+#include "api/server/server.hpp"
 #include "api/weightd.grpc.pb.h"
 #include "events/identity.hpp"
 #include "persistence/tier_store.hpp"

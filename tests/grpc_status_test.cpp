@@ -2,7 +2,7 @@
 // travels in the trailing metadata.
 #include <doctest/doctest.h>
 
-#include "api/grpc_status.hpp"
+#include "api/common/grpc_status.hpp"
 
 using namespace weightd;
 using G = grpc::StatusCode;

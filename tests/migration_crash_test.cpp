@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/loopback.hpp"
+#include "api/common/loopback.hpp"
 #include "api/weightd.pb.h"
 #include "support.hpp"
 

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "actors/embedded.hpp"
-#include "api/grpc_status.hpp"
-#include "api/server.hpp"
+#include "api/common/grpc_status.hpp"
+#include "api/server/server.hpp"
 #include "api/weightd.grpc.pb.h"
 #include "support.hpp"
 #include "test_node.hpp"

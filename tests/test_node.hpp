@@ -11,8 +11,8 @@
 
 #include "actors/embedded.hpp"
 #include "actors/node.hpp"
-#include "api/grpc_status.hpp"
-#include "api/server.hpp"
+#include "api/common/grpc_status.hpp"
+#include "api/server/server.hpp"
 #include "api/weightd.grpc.pb.h"
 
 namespace weightd::test {

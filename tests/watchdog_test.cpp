@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "actors/embedded.hpp"
-#include "api/metrics.hpp"
+#include "api/server/metrics.hpp"
 #include "support.hpp"
 
 using namespace weightd;

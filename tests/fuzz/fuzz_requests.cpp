@@ -12,7 +12,7 @@
 #include "quiet_protobuf.hpp"
 #include "actors/lease_decide.hpp"
 #include "actors/revision_decide.hpp"
-#include "api/convert.hpp"
+#include "api/server/convert.hpp"
 #include "events/revision_state.hpp"
 
 using namespace weightd;

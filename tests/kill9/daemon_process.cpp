@@ -11,8 +11,8 @@
 #include <regex>
 #include <thread>
 
-#include "api/client.hpp"
-#include "api/loopback.hpp"
+#include "api/client/client.hpp"
+#include "api/common/loopback.hpp"
 
 namespace weightd::kill9 {
 

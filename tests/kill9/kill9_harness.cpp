@@ -33,7 +33,7 @@
 #include <set>
 #include <thread>
 
-#include "api/client.hpp"
+#include "api/client/client.hpp"
 #include "kill9/daemon_process.hpp"
 #include "kill9/load.hpp"
 #include "kill9/model.hpp"

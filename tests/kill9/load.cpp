@@ -6,7 +6,7 @@
 #include <random>
 #include <thread>
 
-#include "api/client.hpp"
+#include "api/client/client.hpp"
 
 namespace weightd::kill9 {
 

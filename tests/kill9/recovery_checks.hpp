@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "api/client.hpp"
+#include "api/client/client.hpp"
 #include "kill9/daemon_process.hpp"
 #include "kill9/model.hpp"
 

@@ -1,12 +1,13 @@
-#include "api/object_commands.hpp"
+#include "api/cli/object_commands.hpp"
 
 #include <spdlog/fmt/fmt.h>
 
 #include <fstream>
 #include <iostream>
 
-#include "api/format.hpp"
-#include "api/online_support.hpp"
+#include "api/cli/format.hpp"
+#include "api/cli/online_support.hpp"
+#include "api/cli/progress.hpp"
 
 namespace weightd::api {
 

@@ -1,12 +1,12 @@
-#include "api/server.hpp"
+#include "api/server/server.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "actors/errors.hpp"
-#include "api/convert.hpp"
-#include "api/grpc_status.hpp"
-#include "api/metrics.hpp"
+#include "api/server/convert.hpp"
+#include "api/common/grpc_status.hpp"
+#include "api/server/metrics.hpp"
 #include "api/weightd.grpc.pb.h"
 
 namespace weightd::api {

@@ -1,4 +1,4 @@
-#include "api/lease_commands.hpp"
+#include "api/cli/lease_commands.hpp"
 #include "events/time_text.hpp"
 
 #include <spdlog/fmt/fmt.h>
@@ -6,8 +6,8 @@
 
 #include <csignal>
 
-#include "api/format.hpp"
-#include "api/online_support.hpp"
+#include "api/cli/format.hpp"
+#include "api/cli/online_support.hpp"
 
 namespace weightd::api {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "api/online_commands.hpp"
+#include "api/cli/online_commands.hpp"
 
 namespace weightd::api {
 

@@ -4,13 +4,14 @@
 
 #include <iostream>
 
-#include "api/transfer_buffers.hpp"
-#include "api/exit_codes.hpp"
-#include "api/journal_commands.hpp"
-#include "api/lease_commands.hpp"
-#include "api/object_commands.hpp"
-#include "api/online_commands.hpp"
-#include "api/operation_commands.hpp"
+#include "api/common/transfer_buffers.hpp"
+#include "api/cli/exit_codes.hpp"
+#include "api/cli/journal_commands.hpp"
+#include "api/cli/lease_commands.hpp"
+#include "api/cli/object_commands.hpp"
+#include "api/cli/online_commands.hpp"
+#include "api/cli/operation_commands.hpp"
+#include "api/cli/transfer_commands.hpp"
 
 int main(int argc, char** argv) {
   using namespace weightd::api;
@@ -26,27 +27,9 @@ int main(int argc, char** argv) {
   app.add_option("--tenant", online.tenant, "Tenant")->capture_default_str();
   app.add_flag("--json", json, "Print JSON");
 
-  std::string dir, id;
-  auto* import_cmd = app.add_subcommand(
-      "import", "Upload a model directory as a revision (payloads, manifest last, commit; "
-                "aborted on failure)");
-  import_cmd->add_option("DIR", dir, "The model directory")->required();
-  import_cmd->add_option("--as", id,
-                         "The revision: [tenant:]ns/resource@revision[#generation]; without "
-                         "#generation the next one")
-      ->required();
-  policy_args import_policy;
-  import_cmd->add_option("--preferred", import_policy.preferred,
-                         "Preferred residency HOT, COLD or MIXED: files are written straight to "
-                         "the tier it gives them (default: the daemon's, HOT)");
-  import_cmd->add_option("--ratio", import_policy.mixed_hot_ratio,
-                         "MIXED: the share of bytes kept HOT, in (0,1) (default 0.5)");
-  import_cmd->add_option("--mode", import_policy.mode, "Migration mode AUTO, MANUAL or PINNED");
-  auto* export_cmd = app.add_subcommand(
-      "export", "Download a revision into a directory, verifying every file's sha256");
-  export_cmd->add_option("ID", id, "The revision (without #generation: the highest READY)")
-      ->required();
-  export_cmd->add_option("DIR", dir, "Where to write the files")->required();
+  // import, export (api/cli/transfer_commands.cpp)
+  auto run_transfer = add_transfer_commands(app, online);
+  std::string id;
   std::string ns = "default", resource;
   bool all_states = false;
   auto* ls_cmd = app.add_subcommand("ls", "List revisions (READY and DEGRADED unless --all)");
@@ -196,13 +179,12 @@ int main(int argc, char** argv) {
   replay.json = replay.json || json;
   verify.json = verify.json || json;
   history.json = history.json || json;
-  if (*import_cmd) return import_dir(online, dir, id, import_policy, std::cout, std::cerr);
+  if (auto rc = run_transfer()) return *rc;
   if (*migrate_cmd) return migrate_revision(online, id, migrate, std::cout, std::cerr);
   if (*op_show_cmd) return show_operation(online, operation_id, std::cout, std::cerr);
   if (*op_cancel_cmd) return cancel_operation(online, operation_id, std::cout, std::cerr);
   if (*op_ls_cmd) return list_operations(online, ns, std::cout, std::cerr);
   if (*reconcile_cmd) return reconcile(online, dry_run, std::cout, std::cerr);
-  if (*export_cmd) return export_dir(online, id, dir, std::cout, std::cerr);
   if (*ls_cmd) return list_revisions(online, ns, resource, all_states, std::cout, std::cerr);
   if (*show_cmd) return show_revision(online, id, std::cout, std::cerr);
   if (*rm_cmd) return remove_revision(online, id, drain_ms, std::cout, std::cerr);

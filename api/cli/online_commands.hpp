@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "api/client.hpp"
+#include "api/client/client.hpp"
 
 namespace weightd::api {
 
@@ -15,11 +15,6 @@ struct online_options {
   std::string tenant = "default";
 };
 
-
-/// Downloads a revision into `dir`, verifying every file's sha256; files are
-/// written under a temporary name and renamed when complete.
-int export_dir(const online_options& o, const std::string& id, const std::string& dir,
-               std::ostream& out, std::ostream& err);
 
 int list_revisions(const online_options& o, const std::string& ns, const std::string& resource,
                    bool all_states, std::ostream& out, std::ostream& err);
@@ -35,14 +30,6 @@ struct policy_args {
   double mixed_hot_ratio = 0;  // 0 = keep
   std::string mode;       // AUTO, MANUAL, PINNED ("" = keep)
 };
-/// Uploads a model directory as a revision: every file as payload objects of
-/// at most 64 MiB (one affinity unit per file, written to the tier the
-/// policy gives it), the manifest last, then commit; on any failure the
-/// import is aborted and the uploads removed. `policy` empty = the daemon's
-/// default policy.
-int import_dir(const online_options& o, const std::string& dir, const std::string& id,
-               const policy_args& policy, std::ostream& out, std::ostream& err);
-
 /// UpdatePolicy: changes the named parts of the revision's policy.
 int update_policy(const online_options& o, const std::string& id, const policy_args& a,
                   std::ostream& out, std::ostream& err);

@@ -4,7 +4,7 @@
 #include <ostream>
 #include <string>
 
-#include "api/online_commands.hpp"
+#include "api/cli/online_commands.hpp"
 
 namespace weightd::api {
 

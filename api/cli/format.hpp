@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "api/common/enum_names.hpp"
 #include "events/events.pb.h"
 
 namespace weightd::api {
@@ -16,10 +17,6 @@ std::string format_event_line(const events::v1::Envelope& e);
 
 /// The envelope as one line of JSON (proto field names).
 std::string format_event_json(const events::v1::Envelope& e);
-
-/// The SPEC's short name of an enum value: "HOT" for RESIDENCY_HOT, "AUTO"
-/// for MIGRATION_AUTO, "READY" for READY.
-std::string short_enum_name(int value, const google::protobuf::EnumDescriptor* descriptor);
 
 /// A JSON string literal for `s` (quotes included).
 std::string json_string(const std::string& s);

@@ -1,4 +1,4 @@
-#include "api/convert.hpp"
+#include "api/server/convert.hpp"
 
 namespace weightd::api {
 

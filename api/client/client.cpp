@@ -1,10 +1,10 @@
-#include "api/client.hpp"
+#include "api/client/client.hpp"
 
 #include <fstream>
 #include <thread>
 
-#include "api/grpc_status.hpp"
-#include "api/server.hpp"
+#include "api/common/grpc_status.hpp"
+#include "api/common/wire.hpp"
 
 namespace weightd::api {
 

@@ -1,12 +1,13 @@
-#include "api/operation_commands.hpp"
+#include "api/cli/operation_commands.hpp"
 
 #include <spdlog/fmt/fmt.h>
 
 #include <thread>
 
-#include "api/exit_codes.hpp"
-#include "api/format.hpp"
-#include "api/online_support.hpp"
+#include "api/cli/exit_codes.hpp"
+#include "api/cli/format.hpp"
+#include "api/cli/online_support.hpp"
+#include "api/cli/progress.hpp"
 #include "events/time_text.hpp"
 
 namespace weightd::api {

@@ -8,7 +8,7 @@
 #include <ostream>
 #include <thread>
 
-#include "api/online_commands.hpp"
+#include "api/cli/online_commands.hpp"
 #include "events/identity.hpp"
 
 namespace weightd::api {

@@ -1,13 +1,13 @@
-#include "api/metrics.hpp"
+#include "api/server/metrics.hpp"
 
-#include "api/format.hpp"
+#include "api/common/enum_names.hpp"
 
 #include <httplib.h>
 #include <spdlog/fmt/fmt.h>
 
 #include <chrono>
 
-#include "api/grpc_status.hpp"
+#include "api/common/grpc_status.hpp"
 
 namespace weightd::api {
 

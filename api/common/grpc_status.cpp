@@ -1,4 +1,4 @@
-#include "api/grpc_status.hpp"
+#include "api/common/grpc_status.hpp"
 
 namespace weightd::api {
 

@@ -1,4 +1,4 @@
-#include "api/stream_limits.hpp"
+#include "api/server/stream_limits.hpp"
 
 #include <malloc.h>
 

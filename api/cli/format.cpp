@@ -1,4 +1,4 @@
-#include "api/format.hpp"
+#include "api/cli/format.hpp"
 #include "events/time_text.hpp"
 
 #include <google/protobuf/util/json_util.h>
@@ -47,15 +47,6 @@ std::string format_event_json(const events::v1::Envelope& e) {
   std::string out;
   google::protobuf::util::MessageToJsonString(e, &out, json_options());
   return out;
-}
-
-std::string short_enum_name(int value, const google::protobuf::EnumDescriptor* d) {
-  const auto* v = d->FindValueByNumber(value);
-  if (!v) return std::to_string(value);
-  auto name = v->name();
-  for (const char* prefix : {"RESIDENCY_", "MIGRATION_", "TIER_", "DATA_TYPE_"})
-    if (name.rfind(prefix, 0) == 0) return name.substr(std::string(prefix).size());
-  return name;
 }
 
 std::string json_string(const std::string& s) {

@@ -1,6 +1,6 @@
-#include "api/daemon_config.hpp"
+#include "api/server/daemon_config.hpp"
 
-#include "api/server.hpp"
+#include "api/server/server.hpp"
 
 #include <algorithm>
 #include <cstdlib>

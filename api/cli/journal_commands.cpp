@@ -1,4 +1,4 @@
-#include "api/journal_commands.hpp"
+#include "api/cli/journal_commands.hpp"
 #include "events/time_text.hpp"
 
 #include <spdlog/fmt/fmt.h>
@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <map>
 
-#include "api/exit_codes.hpp"
-#include "api/format.hpp"
+#include "api/cli/exit_codes.hpp"
+#include "api/cli/format.hpp"
 #include "events/event_type.hpp"
 #include "persistence/lmdb_journal.hpp"
 

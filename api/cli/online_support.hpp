@@ -1,6 +1,5 @@
 // What every online weightctl command shares: error reporting with exit
-// codes, JSON output, resolving "ns/resource@revision" to a generation, and
-// the progress line of transfers.
+// codes, JSON output, resolving "ns/resource@revision" to a generation.
 #pragma once
 
 #include <chrono>
@@ -9,7 +8,7 @@
 
 #include <google/protobuf/message.h>
 
-#include "api/client.hpp"
+#include "api/client/client.hpp"
 #include "events/identity.hpp"
 
 namespace weightd::api {
@@ -40,15 +39,5 @@ int parse_enum_name(const std::string& text, const std::string& prefix,
 
 /// --preferred/--to as a residency: HOT, COLD or MIXED, else INVALID_ARGUMENT naming `flag`.
 result<events::v1::Residency> parse_residency(const std::string& text, const std::string& flag);
-
-/// Progress on stderr when it is a terminal: bytes, rate, ETA.
-struct progress_line {
-  uint64_t total;
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  bool tty;
-  explicit progress_line(uint64_t total_bytes);
-  void show(uint64_t done, const std::string& what);
-  void end();
-};
 
 }  // namespace weightd::api

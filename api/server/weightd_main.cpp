@@ -9,12 +9,12 @@
 #include <thread>
 #include <unistd.h>
 
-#include "api/transfer_buffers.hpp"
+#include "api/common/transfer_buffers.hpp"
 #include "actors/errors.hpp"
 #include "actors/node.hpp"
-#include "api/daemon_config.hpp"
-#include "api/metrics.hpp"
-#include "api/server.hpp"
+#include "api/server/daemon_config.hpp"
+#include "api/server/metrics.hpp"
+#include "api/server/server.hpp"
 
 namespace {
 
