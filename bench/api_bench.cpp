@@ -18,7 +18,7 @@
 
 #include "api/common/transfer_buffers.hpp"
 #include "api/client/client.hpp"
-#include "api/cli/online_commands.hpp"
+#include "api/cli/transfer_commands.hpp"
 #include "bench_support.hpp"
 #include "persistence/tier_store.hpp"
 
