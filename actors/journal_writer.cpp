@@ -1,5 +1,7 @@
 #include "actors/journal_writer.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 
 #include "actors/errors.hpp"
@@ -95,7 +97,17 @@ void flush(writer_pointer self) {
   }
   // A failed commit poisons the journal until it is reopened (a restart):
   // /healthz says so.
-  if (result.code() == errc::durability_failed) st.stats.refusing_writes = result.message();
+  // The first failure is an error line; the ones after it repeat it (they
+  // stay in /metrics and /healthz) and would only flood the log.
+  if (result.code() == errc::durability_failed) {
+    if (st.stats.refusing_writes.empty())
+      spdlog::error("journal refuses writes events={} error=\"{}\"; nothing was published, "
+                    "/healthz fails until a restart reopens the journal",
+                    all.size(), result.message());
+    st.stats.refusing_writes = result.message();
+  } else {
+    spdlog::warn("journal append failed events={} error=\"{}\"", all.size(), result.message());
+  }
   for (auto& p : pending) {
     ++st.stats.failed_appends;
     p.promise.deliver(to_error(result));

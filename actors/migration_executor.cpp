@@ -106,13 +106,8 @@ void finish_operation(rev_pointer self, const events::operation_record& op, cons
   batch.push_back(std::move(e));
   if (auto seen = residency_change(self, group)) batch.push_back(std::move(*seen));
   persist_round(self, std::move(batch), [=](bool ok) {
-    if (ok) {
-      self->state.retry_backoff_ms = 0;
-      spdlog::info("operation finished operation_id={} revision={} target={}", op.id,
-                   events::canonical_text(self->state.id), v1::Residency_Name(op.target));
-    } else {
-      back_off(self);
-    }
+    if (ok) self->state.retry_backoff_ms = 0;  // (the finish's line: revision_change_log.hpp)
+    else back_off(self);
     finished();
   });
 }
@@ -233,12 +228,10 @@ void observe_replicas(rev_pointer self, std::function<void()> then) {
     auto seen = decide_observation(*r, *group, context(self));
     if (seen.events.empty()) return then();
     persist_and_apply(self, std::move(seen.events), [=](status s) {
+      // Recorded: the DEGRADED and repair lines come from the events (revision_change_log.hpp).
       if (!s.ok())
         spdlog::warn("observation of {} not recorded: {}; the next round retries",
                      events::canonical_text(self->state.id), s.to_string());
-      else if (!seen.repair.empty())
-        spdlog::warn("repairing revision={} reason=\"{}\"", events::canonical_text(self->state.id),
-                     seen.repair);
       then();
     });
   });
@@ -266,8 +259,6 @@ void cancel_running_operation(rev_pointer self, uint64_t operation_id,
         rp.deliver(to_error(s));
         return finished();
       }
-      spdlog::info("operation cancelled operation_id={} revision={}", operation_id,
-                   events::canonical_text(self->state.id));
       reply();
     });
   });

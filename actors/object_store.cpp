@@ -6,6 +6,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/eviction_plan.hpp"
+#include "actors/revision_change_log.hpp"  // change_log::quote_value
 #include "actors/validate.hpp"
 #include "events/evolve.hpp"
 
@@ -231,6 +232,11 @@ void start_eviction(store_pointer self, const eviction_plan& plan,
     unlink_files(self, files);
     st.counters.evicted_objects += plan.victims.size();
     st.counters.evicted_bytes += plan.bytes;
+    // One line per round (not per object): what went and what HOT holds now.
+    spdlog::info("eviction round objects={} bytes={} hot_used_bytes={} skipped_managed={} "
+                 "skipped_pinned={} skipped_leased={}",
+                 plan.victims.size(), plan.bytes, st.index.hot_bytes, plan.skipped_managed,
+                 plan.skipped_pinned, plan.skipped_leased);
     if (done) {
       eviction_summary summary;
       summary.evicted_objects = plan.victims.size();
@@ -440,13 +446,24 @@ caf::result<put_ticket> put_start(store_pointer self, put_request& req) {
     if (held.ok()) return ready_in(tier);
     bool full = held.code() == errc::no_available_space;
     if (full && tier == v1::TIER_HOT) ++st.counters.hot_allocation_failures;
-    if (!(full && may_spill)) return refuse(held, tier);
+    if (!(full && may_spill)) {
+      if (full)  // the store is out of room: an operator must act
+        spdlog::warn("put refused NO_AVAILABLE_SPACE tenant={} key={} bytes={} error={}",
+                     change_log::quote_value(req.tenant), change_log::quote_value(req.key), req.size,
+                     change_log::quote_value(held.message()));
+      return refuse(held, tier);
+    }
     ++st.counters.spills;
     spdlog::info("put spilled to COLD key=\"{}\" group={} bytes={}", req.key, req.group_id,
                  req.size);
     move_share(st, req.tenant, tier, v1::TIER_COLD, req.size);
     hold_room(self, v1::TIER_COLD, req.size, temp_in(v1::TIER_COLD), [=](status cold) mutable {
       if (cold.ok()) return ready_in(v1::TIER_COLD);
+      if (cold.code() == errc::no_available_space)
+        spdlog::warn("put refused NO_AVAILABLE_SPACE tenant={} key={} bytes={} error={} "
+                     "(neither tier has room)",
+                     change_log::quote_value(req.tenant), change_log::quote_value(req.key), req.size,
+                     change_log::quote_value(cold.message()));
       refuse(cold, v1::TIER_COLD);
     });
   });

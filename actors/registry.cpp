@@ -120,17 +120,14 @@ void take(reg_pointer self, const reconcile_report& report) {
       self->send(actor_for(self, d.id), caf::tick_atom::value);
       continue;
     }
-    auto target = v1::Residency_Name(d.target);
     auto id = d.id;
     const auto& policy = st.views.at(d.id).record.policy;
     self->request(actor_for(self, d.id), st.deps.timeout,
                   auto_migrate{d.id, d.target, policy.mixed_hot_ratio, d.action + ": " + d.reason})
         .then(
-            [=](events::operation_record& op) {
-              if (op.state == events::operation_state::running && op.target == d.target)
-                spdlog::info("reconciler {} revision={} target={} operation_id={} reason=\"{}\"",
-                             d.action, events::canonical_text(id), target, op.id, d.reason);
-            },
+            // A move it started is logged as "migration started ... by=reconciler
+            // reason=..." when its event commits (revision_change_log.hpp).
+            [](events::operation_record&) {},
             [=](caf::error& err) {
               spdlog::warn("reconciler {} of {} failed: {}", d.action, events::canonical_text(id),
                            to_status(err).to_string());

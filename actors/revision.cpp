@@ -145,8 +145,6 @@ void abandon_if_idle(rev_pointer self, std::function<void()> finished) {
                              events::canonical_text(self->state.id), s.to_string());
                 return finished();
               }
-              spdlog::warn("import abandoned revision={} reason=\"idle past --import-abandon\"",
-                           events::canonical_text(self->state.id));
               finish_deletion(self, {}, [=](result<removal_result>) { finished(); });
             });
           },
@@ -185,12 +183,10 @@ void continue_deletion(rev_pointer self, std::function<void()> finished) {
   const auto* r = self->state.record();
   if (!r || r->availability != v1::DELETING) return finished();
   finish_deletion(self, {}, [=](result<removal_result> done) {
+    // Success is the RevisionDeleted event's line (revision_change_log.hpp).
     if (!done.ok())
-      spdlog::warn("deletion of {} did not finish: {}", events::canonical_text(self->state.id),
-                   done.error().to_string());
-    else
-      spdlog::info("revision deleted revision={} removed_keys={}",
-                   events::canonical_text(self->state.id), done->removed_keys.size());
+      spdlog::warn("deletion did not finish rev={} error=\"{}\"; the next round retries",
+                   events::canonical_text(self->state.id), done.error().to_string());
     finished();
   });
 }
@@ -354,10 +350,6 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
                     persist(self, decide_commit(r, normalized, group, context(self)).events,
                             [=](status s) mutable {
                               if (!s.ok()) return fail(s);
-                              spdlog::info("import committed revision={} payloads={} bytes={}",
-                                           events::canonical_text(self->state.id),
-                                           normalized.payload_keys.size(),
-                                           normalized.manifest.logical_bytes);
                               rp.deliver(current_view(self));
                               finished();
                             });

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "actors/revision_change_log.hpp"
+
 namespace weightd::actors {
 
 namespace v1 = events::v1;
@@ -27,11 +29,14 @@ decide_context context(rev_pointer self) {
 namespace {
 
 /// Folds events the journal committed into the revision's record, tells the
-/// registry, and schedules what the new record needs.
+/// registry, and schedules what the new record needs. Only live commits come
+/// here (recovery hands a revision its folded record at spawn), so this is
+/// where a state change gets its one log line.
 status apply_committed(rev_pointer self, const std::vector<v1::Envelope>& committed) {
   auto& st = self->state;
   status applied;
   for (const auto& e : committed) {
+    change_log::log_committed(e, st.local);
     if (applied = events::evolve_revisions(st.local, e); !applied.ok()) break;
     if (applied = events::check_invariants(*st.record(), st.local); !applied.ok()) break;
   }
