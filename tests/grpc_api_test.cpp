@@ -84,7 +84,7 @@ TEST_CASE_FIXTURE(api_fixture, "api: import, commit, read back byte for byte, li
   begin.set_expected_payload_count(2);
   begin.set_expected_logical_bytes(big.size() + small.size());
   v1::RevisionView view;
-  auto [st, code] = call(&v1::WeightService::Stub::BeginImport, begin, &view);
+  auto st = call(&v1::WeightService::Stub::BeginImport, begin, &view).first;
   REQUIRE_MESSAGE(st.ok(), st.error_message());
   CHECK(view.availability() == ev1::IMPORTING);
 
@@ -115,7 +115,7 @@ TEST_CASE_FIXTURE(api_fixture, "api: import, commit, read back byte for byte, li
   m->set_payload_count(2);
   m->set_logical_bytes(big.size() + small.size());
   for (const auto& k : keys) commit.add_payload_keys(k);
-  auto [cst, ccode] = call(&v1::WeightService::Stub::CommitImport, commit, &view);
+  auto cst = call(&v1::WeightService::Stub::CommitImport, commit, &view).first;
   REQUIRE_MESSAGE(cst.ok(), cst.error_message());
   CHECK(view.availability() == ev1::READY);
   CHECK(view.metadata_generation() == 2);
