@@ -1,2 +1,513 @@
-// /metrics as Prometheus expects it, the gRPC health and reflection services, shutdown.
+// /metrics as Prometheus expects it, the gRPC health and reflection services,
+// shutdown within a second, systemd's readiness protocol and the packaging
+// (install rules, unit, example config, dashboard).
 #include <doctest/doctest.h>
+#include <google/protobuf/unknown_field_set.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "api/common/loopback.hpp"
+#include "api/server/metrics.hpp"
+#include "support.hpp"
+#include "test_node.hpp"
+
+using namespace weightd;
+using namespace weightd::test;
+using google::protobuf::UnknownField;
+using google::protobuf::UnknownFieldSet;
+
+namespace {
+
+const std::filesystem::path kSourceDir = std::filesystem::path(__FILE__).parent_path().parent_path();
+const std::filesystem::path kBuildDir = std::filesystem::path(WEIGHTD_DAEMON).parent_path().parent_path();
+
+/// A served node with /metrics, after a few calls: one OK, one NOT_FOUND, a Put.
+struct scraped_node {
+  temp_dir dir;
+  std::shared_ptr<api::rpc_metrics> rpcs = std::make_shared<api::rpc_metrics>();
+  served_node node{node_in(dir.path(), 64 << 20), [this] {
+                     api::server_options o;
+                     o.metrics = rpcs;
+                     return o;
+                   }()};
+  std::unique_ptr<api::metrics_server> metrics;
+
+  scraped_node() {
+    auto channel = grpc::CreateChannel(node.address(), grpc::InsecureChannelCredentials());
+    auto weights = v1::WeightService::NewStub(channel);
+    auto objects = v1::ObjectService::NewStub(channel);
+    v1::GetRevisionRequest missing;
+    missing.mutable_id()->set_tenant("default");
+    missing.mutable_id()->set_ns("ns");
+    missing.mutable_id()->set_resource("r");
+    missing.mutable_id()->set_revision("main");
+    missing.mutable_id()->set_weight_generation(1);
+    v1::RevisionView view;
+    grpc::ClientContext ctx;
+    CHECK_FALSE(weights->GetRevision(&ctx, missing, &view).ok());
+    v1::PutHeader h;
+    h.set_key("plain");
+    REQUIRE(put_stream(*objects, h, "bytes").ok());
+    auto m = api::metrics_server::start(node.store->system(), node.store->handles(), rpcs,
+                                        "127.0.0.1:0", "9.9.9-test");
+    REQUIRE_MESSAGE(m.ok(), m.error().to_string());
+    metrics = std::move(*m);
+  }
+  std::string scrape() {
+    httplib::Client http("127.0.0.1", metrics->port());
+    auto res = http.Get("/metrics");
+    REQUIRE(res);
+    REQUIRE(res->status == 200);
+    return res->body;
+  }
+};
+
+/// The exposition rules a scraper relies on, checked line by line: "" when
+/// they hold, else the first broken one and why.
+std::string exposition_problem(const std::string& text, std::map<std::string, std::string>* types) {
+  std::set<std::string> helps;
+  std::istringstream in(text);
+  std::string line;
+  static const std::regex sample(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$)");
+  for (int n = 1; std::getline(in, line); ++n) {
+    auto where = "line " + std::to_string(n) + " '" + line + "': ";
+    if (line.empty()) continue;
+    if (line.rfind("# HELP ", 0) == 0) {
+      auto name = line.substr(7, line.find(' ', 7) - 7);
+      if (!helps.insert(name).second) return where + "a second HELP for " + name;
+      continue;
+    }
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::istringstream words(line.substr(7));
+      std::string name, type;
+      words >> name >> type;
+      if (types->count(name)) return where + "a second TYPE for " + name;
+      if (type != "counter" && type != "gauge" && type != "histogram")
+        return where + "an unexpected type " + type;
+      bool total = name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0;
+      if (type == "counter" && !total) return where + "a counter whose name does not end in _total";
+      if (type != "counter" && total) return where + "a " + type + " whose name ends in _total";
+      if (name.find("microseconds") != std::string::npos || name.find("_ms") != std::string::npos)
+        return where + "a time not in seconds";
+      (*types)[name] = type;
+      continue;
+    }
+    if (line[0] == '#') continue;
+    std::smatch m;
+    if (!std::regex_match(line, m, sample)) return where + "not a sample";
+    std::string name = m[1], family = name;
+    for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+      std::string s = suffix;
+      if (name.size() > s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0 &&
+          types->count(name.substr(0, name.size() - s.size())) &&
+          (*types)[name.substr(0, name.size() - s.size())] == "histogram")
+        family = name.substr(0, name.size() - s.size());
+    }
+    if (!types->count(family)) return where + "a sample of an undeclared family";
+    if (!helps.count(family)) return where + "a family without HELP";
+    try {
+      std::stod(m[3]);
+    } catch (const std::exception&) {
+      return where + "a value that is not a number";
+    }
+  }
+  return "";
+}
+
+/// A unary call by name with hand-encoded protobuf bytes (Debian ships no
+/// generated code for grpc.health.v1 or grpc.reflection.v1alpha).
+grpc::Status call_by_name(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                          const std::string& request, std::string* response) {
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Slice slice(request);
+  grpc::ByteBuffer req(&slice, 1), resp;
+  auto call = stub.PrepareUnaryCall(&ctx, method, req, &cq);
+  call->StartCall();
+  grpc::Status st;
+  call->Finish(&resp, &st, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  REQUIRE(cq.Next(&tag, &ok));
+  std::vector<grpc::Slice> slices;
+  if (st.ok()) {
+    REQUIRE(resp.Dump(&slices).ok());
+    response->clear();
+    for (auto& s : slices) response->append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  return st;
+}
+
+/// grpc.health.v1.Health/Check for the whole server (service ""): the
+/// status number, 1 SERVING, 2 NOT_SERVING; -1 when the call failed.
+int health_check(const std::shared_ptr<grpc::Channel>& channel) {
+  std::string response;
+  if (!call_by_name(channel, "/grpc.health.v1.Health/Check", "", &response).ok()) return -1;
+  UnknownFieldSet fields;
+  REQUIRE(fields.ParseFromString(response));
+  for (int i = 0; i < fields.field_count(); ++i)
+    if (fields.field(i).number() == 1 && fields.field(i).type() == UnknownField::TYPE_VARINT)
+      return static_cast<int>(fields.field(i).varint());
+  return 0;  // proto3: an absent enum is its zero, UNKNOWN
+}
+
+/// The services ServerReflectionInfo's list_services names.
+std::vector<std::string> reflected_services(const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  auto call = stub.PrepareCall(&ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  auto step = [&](intptr_t want) {
+    REQUIRE(cq.Next(&tag, &ok));
+    CHECK(reinterpret_cast<intptr_t>(tag) == want);
+    return ok;
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  REQUIRE(step(1));
+  UnknownFieldSet request;
+  request.AddLengthDelimited(7, "*");  // list_services
+  std::string bytes;
+  REQUIRE(request.SerializeToString(&bytes));
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer req(&slice, 1), resp;
+  call->Write(req, reinterpret_cast<void*>(2));
+  REQUIRE(step(2));
+  call->Read(&resp, reinterpret_cast<void*>(3));
+  REQUIRE(step(3));
+  call->WritesDone(reinterpret_cast<void*>(4));
+  step(4);
+  grpc::Status st;
+  call->Finish(&st, reinterpret_cast<void*>(5));
+  step(5);
+  CHECK(st.ok());
+  std::vector<grpc::Slice> slices;
+  REQUIRE(resp.Dump(&slices).ok());
+  std::string response;
+  for (auto& s : slices) response.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  // ServerReflectionResponse.list_services_response (6) -> service (1) -> name (1)
+  std::vector<std::string> names;
+  UnknownFieldSet top;
+  REQUIRE(top.ParseFromString(response));
+  for (int i = 0; i < top.field_count(); ++i) {
+    if (top.field(i).number() != 6) continue;
+    UnknownFieldSet list;
+    REQUIRE(list.ParseFromString(top.field(i).length_delimited()));
+    for (int j = 0; j < list.field_count(); ++j) {
+      UnknownFieldSet service;
+      REQUIRE(service.ParseFromString(list.field(j).length_delimited()));
+      for (int k = 0; k < service.field_count(); ++k)
+        if (service.field(k).number() == 1) names.push_back(service.field(k).length_delimited());
+    }
+  }
+  return names;
+}
+
+/// weightd started with `args` (data under `dir`, free ports) and `env`
+/// added to its environment; stopped with SIGTERM by stop().
+struct daemon_process {
+  pid_t pid = -1;
+  std::string address, http;
+
+  daemon_process(const std::filesystem::path& dir, std::vector<std::string> args = {},
+                 std::vector<std::string> env = {}) {
+    address = "127.0.0.1:" + std::to_string(api::free_loopback_port());
+    http = "127.0.0.1:" + std::to_string(api::free_loopback_port());
+    std::vector<std::string> argv{WEIGHTD_DAEMON, "--data-dir", dir.string(), "--hot-dir",
+                                  (dir / "hot").string(), "--listen", address, "--http-listen",
+                                  http, "--log-level", "warn"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      for (auto& e : env) putenv(e.data());
+      std::vector<char*> cargv;
+      for (auto& a : argv) cargv.push_back(a.data());
+      cargv.push_back(nullptr);
+      execv(WEIGHTD_DAEMON, cargv.data());
+      _exit(127);
+    }
+  }
+  daemon_process(const daemon_process&) = delete;
+  daemon_process& operator=(const daemon_process&) = delete;
+  ~daemon_process() {
+    if (pid > 0) stop();
+  }
+
+  run_result ctl(const std::string& args) const {
+    return run_command(std::string{WEIGHTD_WEIGHTCTL} + " --address " + address + " " + args);
+  }
+  /// Until `weightctl status` answers (at most 10 s).
+  bool wait_serving() const {
+    for (int i = 0; i < 400; ++i) {
+      if (ctl("status").exit_code == 0) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    return false;
+  }
+  /// SIGTERM; the exit code (-1 if it did not exit within 10 s) and how long it took.
+  std::pair<int, double> stop() {
+    auto start = std::chrono::steady_clock::now();
+    kill(pid, SIGTERM);
+    int status = 0;
+    for (int i = 0; i < 1000; ++i) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return {WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    pid = -1;
+    return {-1, 10.0};
+  }
+};
+
+/// The keys of a weightd config file, its `# key = value` lines uncommented.
+std::map<std::string, std::string> commented_keys(const std::string& text) {
+  std::map<std::string, std::string> keys;
+  static const std::regex entry(R"(^# ?([a-z][a-z0-9-]*) = (.*)$)");
+  std::istringstream in(text);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line))
+    if (std::regex_match(line, m, entry)) keys[m[1]] = m[2];
+  return keys;
+}
+
+}  // namespace
+
+TEST_CASE("metrics: /metrics declares each family once with HELP and TYPE, counters end in _total, gauges do not, times are seconds") {
+  scraped_node s;
+  auto text = s.scrape();
+  std::map<std::string, std::string> types;
+  CHECK_MESSAGE(exposition_problem(text, &types) == "", text);
+  CHECK(types["weightd_requests_total"] == "counter");
+  CHECK(types["weightd_request_duration_seconds"] == "histogram");
+  CHECK(types["weightd_tier_used_bytes"] == "gauge");
+  CHECK(types["weightd_journal_commits_total"] == "counter");
+  CHECK(types["weightd_journal_commit_seconds_total"] == "counter");
+  CHECK(types["weightd_journal_last_commit_seconds"] == "gauge");
+  CHECK(types["weightd_startup_seconds"] == "gauge");
+  CHECK(text.find("weightd_requests_total{rpc=\"Put\",code=\"OK\"} 1\n") != std::string::npos);
+  CHECK(text.find("weightd_requests_total{rpc=\"GetRevision\",code=\"NOT_FOUND\"} 1\n") != std::string::npos);
+  CHECK(text.find("weightd_build_info{version=\"9.9.9-test\",grpc_version=\"" + grpc::Version() + "\"} 1\n") !=
+        std::string::npos);
+  CHECK(text.find("weightd_healthy 1\n") != std::string::npos);
+  CHECK(text.find("weightd_tier_used_bytes{tier=\"HOT\"} 5\n") != std::string::npos);
+}
+
+TEST_CASE("metrics: each RPC has a latency histogram in seconds, buckets from 100 us to 60 s") {
+  scraped_node s;
+  auto text = s.scrape();
+  CHECK(text.find("weightd_request_duration_seconds_bucket{rpc=\"Put\",code=\"OK\",le=\"0.0001\"} ") != std::string::npos);
+  CHECK(text.find("weightd_request_duration_seconds_bucket{rpc=\"Put\",code=\"OK\",le=\"60\"} 1\n") != std::string::npos);
+  CHECK(text.find("weightd_request_duration_seconds_bucket{rpc=\"Put\",code=\"OK\",le=\"+Inf\"} 1\n") != std::string::npos);
+  CHECK(text.find("weightd_request_duration_seconds_count{rpc=\"GetRevision\",code=\"NOT_FOUND\"} 1\n") != std::string::npos);
+  // A second Put lands in the same series.
+  auto objects = v1::ObjectService::NewStub(
+      grpc::CreateChannel(s.node.address(), grpc::InsecureChannelCredentials()));
+  v1::PutHeader h;
+  h.set_key("second");
+  REQUIRE(put_stream(*objects, h, "more bytes").ok());
+  CHECK(s.scrape().find("weightd_request_duration_seconds_count{rpc=\"Put\",code=\"OK\"} 2\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("metrics: /metrics passes promtool check metrics") {
+  if (!std::filesystem::exists("/usr/bin/promtool")) {
+    MESSAGE("skipped: /usr/bin/promtool is not installed (Debian package prometheus)");
+    return;
+  }
+  scraped_node s;
+  temp_dir out;
+  write_file(out.path() / "metrics.txt", s.scrape());
+  auto check = run_command("/usr/bin/promtool check metrics < " + (out.path() / "metrics.txt").string());
+  CHECK_MESSAGE(check.exit_code == 0, check.output);
+  CHECK_MESSAGE(check.output == "", check.output);  // lint findings are printed, too
+}
+
+TEST_CASE("health: grpc.health.v1.Health/Check answers SERVING while the node is healthy, NOT_SERVING once a core actor stopped") {
+  temp_dir dir;
+  served_node node{node_in(dir.path(), 1 << 20), {}};
+  auto channel = grpc::CreateChannel(node.address(), grpc::InsecureChannelCredentials());
+  CHECK(health_check(channel) == 1);
+  caf::anon_send_exit(node.store->handles().registry(), caf::exit_reason::kill);
+  int answer = 1;
+  for (int i = 0; i < 100 && answer == 1; ++i) {  // the health thread looks every 250 ms
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    answer = health_check(channel);
+  }
+  CHECK(answer == 2);
+}
+
+TEST_CASE("reflection: ServerReflectionInfo list_services names weightd.v1.WeightService, ObjectService and AdminService") {
+  temp_dir dir;
+  served_node node{node_in(dir.path(), 1 << 20), {}};
+  auto names = reflected_services(grpc::CreateChannel(node.address(), grpc::InsecureChannelCredentials()));
+  std::set<std::string> services(names.begin(), names.end());
+  CHECK(services.count("weightd.v1.WeightService") == 1);
+  CHECK(services.count("weightd.v1.ObjectService") == 1);
+  CHECK(services.count("weightd.v1.AdminService") == 1);
+  CHECK(services.count("grpc.health.v1.Health") == 1);
+}
+
+TEST_CASE("shutdown: weightd exits 0 within 1.5 s of SIGTERM with idle client connections open, and its journal verifies clean") {
+  temp_dir dir;
+  daemon_process d{dir.path()};
+  REQUIRE(d.wait_serving());
+  write_file(dir.path() / "file", "some bytes");
+  REQUIRE(d.ctl("obj put k " + (dir.path() / "file").string()).exit_code == 0);
+  std::vector<std::shared_ptr<grpc::Channel>> idle;
+  for (int i = 0; i < 4; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt("weightd-test-channel", i);  // one connection each, not one shared subchannel
+    idle.push_back(grpc::CreateCustomChannel(d.address, grpc::InsecureChannelCredentials(), args));
+    REQUIRE(idle.back()->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5)));
+  }
+  auto stopped = d.stop();  // (no structured binding: clang cannot capture one in doctest's lambdas)
+  int code = stopped.first;
+  double seconds = stopped.second;
+  MESSAGE("weightd stopped in " << seconds << " s with " << idle.size() << " idle connections");
+  CHECK(code == 0);
+  CHECK(seconds < 1.5);
+  auto verify = run_command(std::string{WEIGHTD_WEIGHTCTL} + " journal verify --data-dir " + dir.path().string());
+  CHECK_MESSAGE(verify.exit_code == 0, verify.output);
+  CHECK(verify.output.rfind("ok: ", 0) == 0);
+}
+
+TEST_CASE("systemd: weightd sends READY=1 to NOTIFY_SOCKET once it serves, and STOPPING=1 on SIGTERM") {
+  temp_dir dir;
+  auto socket_path = dir.path() / "notify.sock";
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  REQUIRE(socket_path.string().size() < sizeof(addr.sun_path));
+  std::strcpy(addr.sun_path, socket_path.c_str());
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  auto receive = [fd](int timeout_ms) -> std::string {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) != 1) return "";
+    char buf[4096];
+    auto n = recv(fd, buf, sizeof(buf), 0);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  };
+  daemon_process d{dir.path(), {}, {"NOTIFY_SOCKET=" + socket_path.string()}};
+  auto ready = receive(10'000);
+  CHECK(ready.find("READY=1") != std::string::npos);
+  CHECK(ready.find("STATUS=serving " + d.address) != std::string::npos);
+  CHECK(d.ctl("status").exit_code == 0);  // READY means it answers now, not soon
+  kill(d.pid, SIGTERM);
+  CHECK(receive(5'000).find("STOPPING=1") != std::string::npos);
+  CHECK(d.stop().first == 0);
+  close(fd);
+}
+
+TEST_CASE("packaging: weightd starts with packaging/weightd.conf.example, and every key it comments out is a flag whose default it shows") {
+  auto example = read_file(kSourceDir / "packaging" / "weightd.conf.example");
+  REQUIRE(!example.empty());
+  auto keys = commented_keys(example);
+  // Every long flag of --help (but --help, --config, --version and the
+  // plain-unit aliases) is in the example, so an operator sees them all.
+  auto help = run_command(std::string{WEIGHTD_DAEMON} + " --help");
+  REQUIRE(help.exit_code == 0);
+  static const std::regex flag(R"(^  --([a-z][a-z0-9-]*))");
+  std::istringstream lines(help.output);
+  std::vector<std::string> all;
+  std::string line;
+  while (std::getline(lines, line)) all.push_back(line);
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_search(all[i], m, flag)) continue;
+    std::string name = m[1];
+    bool alias = (i + 1 < all.size() && all[i + 1].find("Same as --") != std::string::npos) ||
+                 all[i].find("Same as --") != std::string::npos;
+    if (name == "help" || name == "config" || name == "version" || alias) continue;
+    CHECK_MESSAGE(keys.count(name) == 1, "--" << name << " is missing in weightd.conf.example");
+  }
+  temp_dir dir;
+  {  // as shipped: every key commented out (the command line places data and ports)
+    daemon_process d{dir.path() / "as-shipped", {"--config", (kSourceDir / "packaging" / "weightd.conf.example").string()}};
+    CHECK(d.wait_serving());
+    CHECK(d.stop().first == 0);
+  }
+  // Uncommented, each key with the default it shows: weightd takes the file
+  // (an unknown key or a bad value would be an error naming it). The places
+  // of data and ports come from the command line, which wins.
+  std::string uncommented;
+  for (const auto& [key, value] : keys) uncommented += key + " = " + value + "\n";
+  write_file(dir.path() / "uncommented.conf", uncommented);
+  daemon_process d{dir.path() / "uncommented", {"--config", (dir.path() / "uncommented.conf").string()}};
+  CHECK_MESSAGE(d.wait_serving(), uncommented);
+  CHECK(d.stop().first == 0);
+}
+
+TEST_CASE("packaging: cmake --install puts weightd, weightctl, the systemd unit, the example config and the dashboard under the prefix") {
+  temp_dir prefix;
+  auto install = run_command("cmake --install " + kBuildDir.string() + " --prefix " + prefix.path().string());
+  REQUIRE_MESSAGE(install.exit_code == 0, install.output);
+  for (const char* file : {"bin/weightd", "bin/weightctl", "lib/systemd/system/weightd.service",
+                           "share/weightd/weightd.conf.example", "share/weightd/grafana-dashboard.json",
+                           "share/doc/weightd/README.md"})
+    CHECK_MESSAGE(std::filesystem::exists(prefix.path() / file), file << " is not installed");
+  CHECK(std::filesystem::exists(prefix.path() / "lib/sysusers.d/weightd.conf"));
+  CHECK(run_command((prefix.path() / "bin/weightd").string() + " --help").exit_code == 0);  // it runs
+  auto unit = read_file(prefix.path() / "lib/systemd/system/weightd.service");
+  CHECK(unit.find("Type=notify") != std::string::npos);
+  // The unit names the binary where the configured prefix puts it.
+  CHECK(std::regex_search(unit, std::regex("\nExecStart=/\\S*bin/weightd --config /etc/weightd/weightd.conf\n")));
+}
+
+TEST_CASE("packaging: the Grafana dashboard is JSON and every weightd metric it queries is one /metrics serves") {
+  auto dashboard = nlohmann::json::parse(read_file(kSourceDir / "packaging" / "grafana-dashboard.json"));
+  scraped_node s;
+  std::map<std::string, std::string> types;
+  REQUIRE(exposition_problem(s.scrape(), &types) == "");
+  std::set<std::string> queried;
+  static const std::regex metric(R"(weightd_[a-z_]+)");
+  REQUIRE(dashboard.contains("panels"));
+  for (const auto& panel : dashboard["panels"])
+    for (const auto& target : panel.value("targets", nlohmann::json::array())) {
+      auto expr = target.value("expr", std::string{});
+      for (std::sregex_iterator it(expr.begin(), expr.end(), metric), end; it != end; ++it)
+        queried.insert(it->str());
+    }
+  CHECK(queried.size() >= 5);
+  for (auto name : queried) {
+    for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+      std::string sfx = suffix;
+      if (name.size() > sfx.size() && name.compare(name.size() - sfx.size(), sfx.size(), sfx) == 0 &&
+          types.count(name.substr(0, name.size() - sfx.size())))
+        name = name.substr(0, name.size() - sfx.size());
+    }
+    CHECK_MESSAGE(types.count(name) == 1, "the dashboard queries " << name << ", which /metrics does not serve");
+  }
+}

@@ -1,12 +1,13 @@
 #include "api/server/metrics.hpp"
 
-#include "api/common/enum_names.hpp"
-
 #include <httplib.h>
-#include <spdlog/fmt/fmt.h>
+#include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
+#include "api/common/enum_names.hpp"
 #include "api/common/grpc_status.hpp"
 
 namespace weightd::api {
@@ -14,6 +15,9 @@ namespace weightd::api {
 namespace {
 
 using grpc::experimental::InterceptionHookPoints;
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
 
 class metrics_interceptor_impl final : public grpc::experimental::Interceptor {
  public:
@@ -61,29 +65,68 @@ std::optional<Reply> ask(caf::actor_system& sys, Handle h, Ts... xs) {
   return out;
 }
 
-}  // namespace
+/// One family of figures the actors keep (no prometheus-cpp object holds
+/// them): its samples are added with `sample`.
+struct family_builder {
+  MetricFamily family;
 
-void rpc_metrics::record(const std::string& rpc, const std::string& code, double seconds) {
-  std::lock_guard lock(mutex_);
-  auto& c = by_rpc_code_[{rpc, code}];
-  ++c.count;
-  c.seconds += seconds;
+  family_builder(std::string name, std::string help, MetricType type) {
+    family.name = std::move(name);
+    family.help = std::move(help);
+    family.type = type;
+  }
+  family_builder& sample(double value, std::vector<ClientMetric::Label> labels = {}) {
+    ClientMetric m;
+    m.label = std::move(labels);
+    if (family.type == MetricType::Counter) m.counter.value = value;
+    else m.gauge.value = value;
+    family.metric.push_back(std::move(m));
+    return *this;
+  }
+};
+
+family_builder gauge(std::string name, std::string help) {
+  return {std::move(name), std::move(help), MetricType::Gauge};
+}
+family_builder counter(std::string name, std::string help) {
+  return {std::move(name), std::move(help), MetricType::Counter};
 }
 
-std::string rpc_metrics::render() const {
-  std::lock_guard lock(mutex_);
-  std::string out =
-      "# HELP weightd_requests_total gRPC requests by RPC and weightd code.\n"
-      "# TYPE weightd_requests_total counter\n";
-  for (const auto& [key, c] : by_rpc_code_)
-    out += fmt::format("weightd_requests_total{{rpc=\"{}\",code=\"{}\"}} {}\n", key.first,
-                       key.second, c.count);
-  out += "# HELP weightd_request_seconds_total Time spent serving gRPC requests.\n"
-         "# TYPE weightd_request_seconds_total counter\n";
-  for (const auto& [key, c] : by_rpc_code_)
-    out += fmt::format("weightd_request_seconds_total{{rpc=\"{}\",code=\"{}\"}} {:.6f}\n",
-                       key.first, key.second, c.seconds);
-  return out;
+}  // namespace
+
+rpc_metrics::rpc_metrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      requests_(&prometheus::BuildCounter()
+                     .Name("weightd_requests_total")
+                     .Help("gRPC requests by RPC and weightd code.")
+                     .Register(*registry_)),
+      durations_(&prometheus::BuildHistogram()
+                      .Name("weightd_request_duration_seconds")
+                      .Help("Time from a gRPC call's start to its status, by RPC and weightd code.")
+                      .Register(*registry_)) {}
+
+const prometheus::Histogram::BucketBoundaries& rpc_metrics::latency_buckets() {
+  static const prometheus::Histogram::BucketBoundaries buckets{
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+      0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30,    60};
+  return buckets;
+}
+
+void rpc_metrics::record(const std::string& rpc, const std::string& code, double seconds) {
+  const prometheus::Labels labels{{"rpc", rpc}, {"code", code}};
+  requests_->Add(labels).Increment();
+  durations_->Add(labels, latency_buckets()).Observe(seconds);
+}
+
+std::vector<MetricFamily> rpc_metrics::collect() const {
+  auto families = registry_->Collect();
+  // prometheus-cpp sorts labels by name; `rpc` first reads as before
+  // (weightd_requests_total{rpc="Put",code="OK"}) and greps the same.
+  for (auto& family : families)
+    for (auto& metric : family.metric)
+      std::stable_partition(metric.label.begin(), metric.label.end(),
+                            [](const ClientMetric::Label& l) { return l.name == "rpc"; });
+  return families;
 }
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> metrics_interceptor(
@@ -91,10 +134,21 @@ std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> metrics_i
   return std::make_unique<metrics_factory>(std::move(metrics));
 }
 
+std::string node_failure(caf::actor_system& sys, actors::node& node) {
+  auto failure = node.health().failure();
+  if (!failure.empty()) return failure;
+  auto js = ask<actors::journal_stats>(sys, node.journal(), actors::stats_atom::value);
+  if (!js) return "the journal writer does not answer";
+  if (!js->refusing_writes.empty())
+    return "the journal refuses writes: " + js->refusing_writes + "; restart weightd";
+  return "";
+}
+
 result<std::unique_ptr<metrics_server>> metrics_server::start(caf::actor_system& sys,
                                                               actors::node& node,
                                                               std::shared_ptr<rpc_metrics> rpcs,
-                                                              const std::string& listen) {
+                                                              const std::string& listen,
+                                                              std::string version) {
   auto colon = listen.rfind(':');
   if (colon == std::string::npos)
     return status{errc::invalid_argument, "--http-listen must be host:port"};
@@ -102,6 +156,7 @@ result<std::unique_ptr<metrics_server>> metrics_server::start(caf::actor_system&
   m->sys_ = &sys;
   m->node_ = &node;
   m->rpcs_ = std::move(rpcs);
+  m->version_ = std::move(version);
   m->http_ = std::make_unique<httplib::Server>();
   // httplib sets SO_REUSEPORT: a second daemon would bind the same port and
   // split the scrapes. One port, one daemon.
@@ -111,23 +166,21 @@ result<std::unique_ptr<metrics_server>> metrics_server::start(caf::actor_system&
   });
   auto* self = m.get();
   m->http_->Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
-    res.set_content(self->render(), "text/plain; version=0.0.4");
+    res.set_content(self->render(), "text/plain; version=0.0.4; charset=utf-8");
   });
   m->http_->Get("/healthz", [self](const httplib::Request&, httplib::Response& res) {
-    // 503 names what is wrong: a core actor stopped, the journal refuses
-    // writes since a commit failed, or it does not answer.
-    auto failure = self->node_->health().failure();
-    if (failure.empty()) {
-      auto js = ask<actors::journal_stats>(*self->sys_, self->node_->journal(), actors::stats_atom::value);
-      if (!js) failure = "the journal writer does not answer";
-      else if (!js->refusing_writes.empty())
-        failure = "the journal refuses writes: " + js->refusing_writes + "; restart weightd";
-    }
+    // 503 names what is wrong.
+    auto failure = node_failure(*self->sys_, *self->node_);
     res.status = failure.empty() ? 200 : 503;
     res.set_content(failure.empty() ? "ok\n" : failure + "\n", "text/plain");
   });
   auto host = listen.substr(0, colon);
-  int port = std::stoi(listen.substr(colon + 1));
+  int port = 0;
+  try {
+    port = std::stoi(listen.substr(colon + 1));
+  } catch (const std::exception&) {
+    return status{errc::invalid_argument, "--http-listen must be host:port, port a number"};
+  }
   m->port_ = port == 0 ? m->http_->bind_to_any_port(host) : (m->http_->bind_to_port(host, port) ? port : -1);
   if (m->port_ <= 0)
     return status{errc::internal, "cannot listen on " + listen + " for metrics; choose another --http-listen"};
@@ -141,80 +194,92 @@ metrics_server::~metrics_server() {
 }
 
 std::string metrics_server::render() {
-  std::string out = rpcs_->render();
-  auto gauge = [&](const char* name, const char* help, uint64_t value, const std::string& labels = "") {
-    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{}{} {}\n", name, help, name, name,
-                       labels.empty() ? "" : "{" + labels + "}", value);
-  };
-  out += fmt::format("# HELP weightd_startup_seconds How long the last start took (replay, tier check, "
-                     "spawning).\n# TYPE weightd_startup_seconds gauge\nweightd_startup_seconds {:.3f}\n",
-                     node_->startup_seconds());
+  auto families = rpcs_->collect();
+  for (auto& f : node_families()) families.push_back(std::move(f));
+  return prometheus::TextSerializer{}.Serialize(families);
+}
+
+std::vector<MetricFamily> metrics_server::node_families() {
+  std::vector<MetricFamily> out;
+  auto add = [&](const family_builder& b) { out.push_back(b.family); };
+  auto add_one = [&](family_builder b, double value) { add(b.sample(value)); };
+
+  add(gauge("weightd_build_info", "Always 1; the labels say which weightd and gRPC serve.")
+          .sample(1, {{"version", version_}, {"grpc_version", grpc::Version()}}));
+  add_one(gauge("weightd_startup_seconds",
+                "How long the last start took (replay, tier check, spawning)."),
+          node_->startup_seconds());
+  add_one(gauge("weightd_healthy", "1 while /healthz answers 200, 0 while it answers 503."),
+          node_failure(*sys_, *node_).empty() ? 1 : 0);
+
   if (auto js = ask<actors::journal_stats>(*sys_, node_->journal(), actors::stats_atom::value)) {
-    gauge("weightd_journal_seq", "Highest committed journal seq.", js->highest_seq);
-    gauge("weightd_journal_commits", "Journal transactions committed.", js->commits);
-    gauge("weightd_journal_events", "Events in committed transactions.", js->events);
-    gauge("weightd_journal_last_commit_microseconds", "Duration of the last commit (fsync included).",
-          js->last_commit_us);
-    gauge("weightd_journal_commit_microseconds_total", "Time spent committing.", js->total_commit_us);
+    add_one(gauge("weightd_journal_seq", "Highest committed journal seq."), js->highest_seq);
+    add_one(counter("weightd_journal_commits_total", "Journal transactions committed."), js->commits);
+    add_one(counter("weightd_journal_events_total", "Events in committed transactions."), js->events);
+    add_one(gauge("weightd_journal_last_commit_seconds",
+                  "Duration of the last commit (fsync included)."),
+            js->last_commit_us / 1e6);
+    add_one(counter("weightd_journal_commit_seconds_total", "Time spent committing (fsync included)."),
+            js->total_commit_us / 1e6);
   }
   if (auto ss = ask<actors::store_stats>(*sys_, node_->objects(), actors::stats_atom::value)) {
+    auto used = gauge("weightd_tier_used_bytes", "Bytes of committed replicas, by tier.");
+    auto reserved = gauge("weightd_tier_reserved_bytes", "Bytes reserved by puts and copies, by tier.");
+    auto capacity = gauge("weightd_tier_capacity_bytes", "Configured capacity by tier (0 = unlimited).");
     for (auto [tier, usage] : {std::pair{"HOT", ss->hot}, std::pair{"COLD", ss->cold}}) {
-      auto labels = fmt::format("tier=\"{}\"", tier);
-      gauge("weightd_tier_used_bytes", "Bytes of committed replicas.", usage.used_bytes, labels);
-      gauge("weightd_tier_reserved_bytes", "Bytes reserved by puts and copies.", usage.reserved_bytes, labels);
-      gauge("weightd_tier_capacity_bytes", "Configured capacity (0 = unlimited).", usage.capacity_bytes, labels);
+      used.sample(usage.used_bytes, {{"tier", tier}});
+      reserved.sample(usage.reserved_bytes, {{"tier", tier}});
+      capacity.sample(usage.capacity_bytes, {{"tier", tier}});
     }
-    gauge("weightd_objects", "Objects in the key space.", ss->objects);
-    out += "# HELP weightd_guard_skips_total Managed objects skipped by eviction and cleanup.\n"
-           "# TYPE weightd_guard_skips_total counter\n";
-    for (const auto& [op, n] : ss->guard_skips)
-      out += fmt::format("weightd_guard_skips_total{{op=\"{}\"}} {}\n", op, n);
-    auto counter = [&](const char* name, const char* help, uint64_t value) {
-      out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, value);
-    };
-    counter("weightd_spills_total",
-            "Puts of an importing revision's members written to COLD because HOT was full.",
+    add(used);
+    add(reserved);
+    add(capacity);
+    add_one(gauge("weightd_objects", "Objects in the key space."), ss->objects);
+    auto skips = counter("weightd_guard_skips_total", "Managed objects skipped by eviction and cleanup.");
+    for (const auto& [op, n] : ss->guard_skips) skips.sample(n, {{"op", op}});
+    add(skips);
+    add_one(counter("weightd_spills_total",
+                    "Puts of an importing revision's members written to COLD because HOT was full."),
             ss->spills);
-    counter("weightd_hot_allocation_failures_total",
-            "HOT reservations refused even after eviction (they count as memory pressure).",
+    add_one(counter("weightd_hot_allocation_failures_total",
+                    "HOT reservations refused even after eviction (they count as memory pressure)."),
             ss->hot_allocation_failures);
-    counter("weightd_scrub_bytes_total", "Replica bytes the scrub re-read against their checksums.",
+    add_one(counter("weightd_scrub_bytes_total",
+                    "Replica bytes the scrub re-read against their checksums."),
             ss->scrub_bytes);
-    counter("weightd_scrub_corrupt_total",
-            "Replicas the scrub dropped because their bytes no longer match (or their file is gone).",
+    add_one(counter("weightd_scrub_corrupt_total",
+                    "Replicas the scrub dropped because their bytes no longer match (or their file "
+                    "is gone)."),
             ss->scrub_corrupt);
-    out += "# HELP weightd_migrated_bytes_total Bytes copied between the tiers by migrations.\n"
-           "# TYPE weightd_migrated_bytes_total counter\n";
-    out += fmt::format("weightd_migrated_bytes_total{{to=\"HOT\"}} {}\n", ss->copied_to_hot_bytes);
-    out += fmt::format("weightd_migrated_bytes_total{{to=\"COLD\"}} {}\n", ss->copied_to_cold_bytes);
+    auto migrated = counter("weightd_migrated_bytes_total",
+                            "Bytes copied between the tiers by migrations and repairs, by target tier.");
+    migrated.sample(ss->copied_to_hot_bytes, {{"to", "HOT"}});
+    migrated.sample(ss->copied_to_cold_bytes, {{"to", "COLD"}});
+    add(migrated);
   }
   if (auto rs = ask<actors::registry_stats>(*sys_, node_->registry(), actors::stats_atom::value)) {
-    out += "# HELP weightd_revisions Revisions by availability.\n# TYPE weightd_revisions gauge\n";
-    for (const auto& [state, n] : rs->revisions)
-      out += fmt::format("weightd_revisions{{state=\"{}\"}} {}\n", state, n);
-    out += "# HELP weightd_leases Revision leases not yet released, expired or revoked.\n"
-           "# TYPE weightd_leases gauge\n";
-    out += fmt::format("weightd_leases {}\n", rs->live_leases);
-    out += "# HELP weightd_revisions_by_residency READY and DEGRADED revisions by residency.\n"
-           "# TYPE weightd_revisions_by_residency gauge\n";
-    for (const auto& [residency, n] : rs->residency)
-      out += fmt::format("weightd_revisions_by_residency{{residency=\"{}\"}} {}\n",
-                         short_enum_name(events::v1::Residency_descriptor()
-                                             ->FindValueByName(residency)->number(),
-                                         events::v1::Residency_descriptor()),
-                         n);
-    out += "# HELP weightd_operations Operations by state (terminal ones since the start).\n"
-           "# TYPE weightd_operations gauge\n";
-    for (const auto& [state, n] : rs->operations)
-      out += fmt::format("weightd_operations{{state=\"{}\"}} {}\n", state, n);
+    auto revisions = gauge("weightd_revisions", "Revisions by availability.");
+    for (const auto& [state, n] : rs->revisions) revisions.sample(n, {{"state", state}});
+    add(revisions);
+    add_one(gauge("weightd_leases", "Revision leases not yet released, expired or revoked."),
+            rs->live_leases);
+    auto residency = gauge("weightd_revisions_by_residency", "READY and DEGRADED revisions by residency.");
+    const auto* residencies = events::v1::Residency_descriptor();
+    for (const auto& [name, n] : rs->residency) {
+      const auto* value = residencies->FindValueByName(name);
+      residency.sample(n, {{"residency", value ? short_enum_name(value->number(), residencies) : name}});
+    }
+    add(residency);
+    auto operations = gauge("weightd_operations", "Operations by state (terminal ones since the start).");
+    for (const auto& [state, n] : rs->operations) operations.sample(n, {{"state", state}});
+    add(operations);
     auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::system_clock::now().time_since_epoch()).count();
-    out += "# HELP weightd_oldest_running_operation_seconds Age of the oldest RUNNING operation (0 = none).\n"
-           "# TYPE weightd_oldest_running_operation_seconds gauge\n";
-    out += fmt::format("weightd_oldest_running_operation_seconds {:.3f}\n",
-                       rs->oldest_running_operation_ms
-                           ? static_cast<double>(now_ms - rs->oldest_running_operation_ms) / 1000.0
-                           : 0.0);
+    add_one(gauge("weightd_oldest_running_operation_seconds",
+                  "Age of the oldest RUNNING operation (0 = none)."),
+            rs->oldest_running_operation_ms
+                ? static_cast<double>(now_ms - rs->oldest_running_operation_ms) / 1000.0
+                : 0.0);
   }
   return out;
 }

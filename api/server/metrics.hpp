@@ -1,20 +1,27 @@
-// Prometheus metrics and health on a separate HTTP port (cpp-httplib).
+// Prometheus metrics and health on a separate HTTP port (cpp-httplib), in the
+// text format of Debian's prometheus-cpp (Registry, Family, TextSerializer).
 //
 // RPC counts and latencies are recorded by a gRPC server interceptor — one
-// place for every service. Everything else (journal position and commit
-// latency, tier bytes, revisions by state, guard skips) is asked of the
-// actors when /metrics is scraped, on the HTTP thread (never a gRPC or CAF
-// worker thread).
+// place for every service — into prometheus-cpp counters and histograms.
+// Everything else (journal position and commit time, tier bytes, revisions by
+// state, guard skips) is asked of the actors when /metrics is scraped, on the
+// HTTP thread (never a gRPC or CAF worker thread), and handed to the
+// serializer as metric families of their own: those figures are the actors'
+// totals, which a prometheus::Counter (increment only) cannot be set to.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/support/server_interceptor.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "actors/node.hpp"
 
@@ -24,41 +31,52 @@ class Server;
 
 namespace weightd::api {
 
-/// Requests by (rpc, code) with their total latency.
+/// Requests by (rpc, code): a counter and a latency histogram in seconds.
 class rpc_metrics {
  public:
+  rpc_metrics();
   void record(const std::string& rpc, const std::string& code, double seconds);
-  std::string render() const;  // Prometheus text
+  /// The families as the serializer takes them.
+  std::vector<prometheus::MetricFamily> collect() const;
+
+  /// From 100 µs (a Stat answered from memory) to 60 s (the actor timeout).
+  static const prometheus::Histogram::BucketBoundaries& latency_buckets();
 
  private:
-  struct counter {
-    uint64_t count = 0;
-    double seconds = 0;
-  };
-  mutable std::mutex mutex_;
-  std::map<std::pair<std::string, std::string>, counter> by_rpc_code_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* requests_;
+  prometheus::Family<prometheus::Histogram>* durations_;
 };
 
 /// The interceptor factory to register with the gRPC server.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> metrics_interceptor(
     std::shared_ptr<rpc_metrics> metrics);
 
+/// What is wrong with the node, "" while it is healthy: a core actor
+/// stopped, the journal refuses writes since a commit failed, or the journal
+/// does not answer. /healthz and the gRPC health service both ask this.
+/// Blocks the calling thread up to 5 s (a round trip to the journal).
+std::string node_failure(caf::actor_system& sys, actors::node& node);
+
 /// /metrics and /healthz on their own port.
 class metrics_server {
  public:
   static result<std::unique_ptr<metrics_server>> start(caf::actor_system& sys, actors::node& node,
                                                        std::shared_ptr<rpc_metrics> rpcs,
-                                                       const std::string& listen);
+                                                       const std::string& listen,
+                                                       std::string version = "dev");
   ~metrics_server();
   int port() const { return port_; }
 
  private:
   metrics_server() = default;
   std::string render();
+  std::vector<prometheus::MetricFamily> node_families();
 
   caf::actor_system* sys_ = nullptr;
   actors::node* node_ = nullptr;
   std::shared_ptr<rpc_metrics> rpcs_;
+  std::string version_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;

@@ -1,6 +1,9 @@
 #include "api/server/server.hpp"
 
 #include <fcntl.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include "actors/errors.hpp"
@@ -559,6 +562,13 @@ result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, 
                       " is not a loopback address; this build has no authentication yet (SPEC "
                       "§9), so it serves 127.0.0.1 or [::1] only"};
   std::unique_ptr<grpc_server> s{new grpc_server};
+  s->sys_ = &sys;
+  s->node_ = &node;
+  // grpc.health.v1.Health (answered by gRPC itself, kept in step with the
+  // node by the health thread) and grpc.reflection.v1alpha for grpcurl and
+  // friends: both are process-wide switches read when the server is built.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   s->services_.reset(new services{{sys, node, options}, {sys, node, options}, {sys, node, options}});
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
@@ -579,10 +589,42 @@ result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, 
   if (!s->server_ || s->port_ == 0)
     return status{errc::internal, "cannot listen on " + options.listen +
                                       "; is another process using the port? choose another --listen"};
+  s->health_ = std::thread([self = s.get()] { self->watch_health(); });
   return s;
 }
 
+void grpc_server::watch_health() {
+  auto* health = server_->GetHealthCheckService();
+  bool serving = true;
+  std::unique_lock lock(health_mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    auto failure = node_failure(*sys_, *node_);
+    lock.lock();
+    if (stopping_) break;  // Shutdown already answers NOT_SERVING
+    if (failure.empty() != serving) {
+      serving = failure.empty();
+      if (serving) spdlog::info("grpc health SERVING again");
+      else spdlog::warn("grpc health NOT_SERVING because {}", failure);
+      health->SetServingStatus(serving);
+    }
+    health_wakeup_.wait_for(lock, kHealthInterval, [this] { return stopping_; });
+  }
+}
+
+void grpc_server::stop_health() {
+  {
+    std::lock_guard lock(health_mutex_);
+    stopping_ = true;
+  }
+  health_wakeup_.notify_all();
+  if (health_.joinable()) health_.join();
+}
+
 void grpc_server::shutdown(std::chrono::milliseconds drain) {
+  stop_health();
+  // New calls are refused at once, idle connections get a GOAWAY; calls in
+  // flight get until the deadline to finish, then they are cancelled.
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + drain);
 }
 

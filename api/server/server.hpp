@@ -1,15 +1,20 @@
 // The gRPC server: WeightService, ObjectService and AdminService on gRPC's
 // callback API. A handler never blocks its gRPC thread: each call becomes a
 // request (finite deadline) from a short-lived actor, which finishes the
-// reactor when the reply comes. Object bytes stream between the call and the
+// reactor when the reply comes. Besides weightd.v1, the server answers the
+// standard grpc.health.v1.Health (SERVING while /healthz would say ok) and
+// server reflection (grpcurl lists and describes the services). Object bytes stream between the call and the
 // tier files in chunks of at most 4 MiB; only metadata goes through actors.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "actors/node.hpp"
 #include "api/common/wire.hpp"
@@ -39,15 +44,29 @@ class grpc_server {
   ~grpc_server();
 
   int port() const { return port_; }
-  /// Stops accepting calls and waits up to `drain` for in-flight ones.
+  /// Stops accepting calls, answers health checks NOT_SERVING, and waits up
+  /// to `drain` for in-flight calls; those still running then are cancelled.
   void shutdown(std::chrono::milliseconds drain);
+
+  /// How often grpc.health.v1.Health follows /healthz's verdict.
+  static constexpr std::chrono::milliseconds kHealthInterval{250};
 
  private:
   grpc_server() = default;
+  /// The health thread: SERVING while node_failure() is "", NOT_SERVING else.
+  void watch_health();
+  void stop_health();
+
   struct services;
+  caf::actor_system* sys_ = nullptr;
+  actors::node* node_ = nullptr;
   std::unique_ptr<services> services_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  std::thread health_;
+  std::mutex health_mutex_;
+  std::condition_variable health_wakeup_;
+  bool stopping_ = false;
 };
 
 }  // namespace weightd::api
