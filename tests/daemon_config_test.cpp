@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <sstream>
 
 #include "api/server/daemon_config.hpp"
 
@@ -325,4 +327,137 @@ TEST_CASE("daemon config: a non-loopback --http-listen needs --http-listen-publi
   CHECK(allowed.error.empty());
   CHECK(allowed.config.http_listen_public);
   CHECK(parse("--http-listen [::1]:7071").error.empty());
+}
+
+namespace {
+
+/// What weightd's command line parse gave: its exit code (nullopt: the daemon
+/// would start) and what it printed on stdout and stderr.
+struct command_line_outcome {
+  std::optional<int> exit_code;
+  std::string out, err;
+  daemon_config config;
+};
+
+/// Runs parse_daemon_command_line, as weightd's main does, on `args`.
+command_line_outcome run_command_line(std::vector<std::string> args,
+                                      const std::string& version = "9.8.7") {
+  command_line_outcome o;
+  CLI::App app{"weightd"};
+  add_daemon_options(app, o.config, version);
+  args.insert(args.begin(), "weightd");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  o.exit_code = parse_daemon_command_line(app, static_cast<int>(argv.size()), argv.data(), out, err);
+  o.out = out.str();
+  o.err = err.str();
+  return o;
+}
+
+/// The config file's path (temp_config::flag() without "--config ").
+std::string path_of(const temp_config& file) {
+  auto flag = file.flag();
+  return flag.substr(std::string{"--config "}.size(), flag.size() - std::string{"--config "}.size() - 1);
+}
+
+}  // namespace
+
+TEST_CASE("daemon config: --version prints weightd and its version and exits 0") {
+  auto o = run_command_line({"--version"});
+  REQUIRE(o.exit_code.has_value());
+  CHECK(*o.exit_code == 0);
+  CHECK(o.out == "weightd 9.8.7\n");
+  CHECK(o.err.empty());
+  // --help too is a success, and lists --version.
+  auto help = run_command_line({"--help"});
+  CHECK(help.exit_code == std::optional<int>{0});
+  CHECK(contains(help.out, "--version"));
+  CHECK(contains(help.out, "--import-abandon"));
+}
+
+TEST_CASE("daemon config: a good command line starts the daemon") {
+  auto o = run_command_line({"--auto-cooldown", "45s"});
+  CHECK_FALSE(o.exit_code.has_value());
+  CHECK(o.out.empty());
+  CHECK(o.err.empty());
+  CHECK(o.config.auto_cooldown == 45s);
+}
+
+TEST_CASE("daemon config: every config error exits with the one config error code, naming the "
+          "flag, key or file") {
+  CHECK(kConfigErrorExit == 64);
+  auto check_refused = [](const command_line_outcome& o, const std::vector<std::string>& named) {
+    REQUIRE(o.exit_code.has_value());
+    CHECK(*o.exit_code == kConfigErrorExit);
+    CHECK(o.out.empty());
+    CHECK(o.err.rfind("weightd: ", 0) == 0);
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);  // one line
+    for (const auto& n : named) {
+      CAPTURE(n);
+      CHECK(contains(o.err, n));
+    }
+  };
+  // Bad values and combinations on the command line.
+  check_refused(run_command_line({"--auto-cooldown", "30"}), {"--auto-cooldown", "no unit"});
+  check_refused(run_command_line({"--no-such-flag"}), {"--no-such-flag"});
+  check_refused(run_command_line({"--high-watermark", "0.9", "--eviction-ratio", "0.45"}),
+                {"--eviction-ratio"});
+  // In the file: a bad value names its key, an unknown key or section its
+  // name, file and line.
+  temp_config bad_value{"import-abandon = \"5min\"\n"};
+  check_refused(run_command_line({"--config", path_of(bad_value)}),
+                {"--import-abandon", "unknown unit \"min\""});
+  temp_config typo{"# tuning\nlisten = \"127.0.0.1:9000\"\nreconcile-intreval = \"2s\"\n"};
+  check_refused(run_command_line({"--config", path_of(typo)}),
+                {path_of(typo) + ":3", "unknown config key \"reconcile-intreval\""});
+  temp_config section{"listen = \"127.0.0.1:9000\"\n\n[weightd]\nauto-cooldown = \"45s\"\n"};
+  check_refused(run_command_line({"--config", path_of(section)}),
+                {path_of(section) + ":3", "unknown config section [weightd]"});
+  // A flag that is no setting (--version) is no config key either.
+  temp_config version{"version = true\n"};
+  check_refused(run_command_line({"--config", path_of(version)}),
+                {path_of(version) + ":1", "unknown config key \"version\""});
+  // A config file that cannot be read: missing, or a directory.
+  check_refused(run_command_line({"--config", "/nonexistent/weightd.toml"}),
+                {"/nonexistent/weightd.toml", "not readable"});
+  check_refused(run_command_line({"--config", std::filesystem::temp_directory_path().string()}),
+                {std::filesystem::temp_directory_path().string()});
+}
+
+TEST_CASE("daemon config: every SPEC §8 knob is a config key, with units") {
+  temp_config file{
+      "import-abandon = \"10m\"\n"
+      "reconcile-interval = \"250ms\"\n"
+      "reconcile-max-actions = 8\n"
+      "migration-round-members = 16\n"
+      "migration-round-bytes = \"8GiB\"\n"
+      "auto-cooldown = \"1m\"\n"
+      "high-watermark = 0.8\n"
+      "eviction-ratio = 0.1\n"
+      "scrub-rate = \"16MiB/s\"\n"
+      "object-read-lease = \"3s\"\n"
+      "lease-recovery-grace = \"20s\"\n"
+      "snapshot-every = 500\n"};
+  auto o = run_command_line({"--config", path_of(file)});
+  REQUIRE_MESSAGE(!o.exit_code.has_value(), o.err);
+  const daemon_config& c = o.config;
+  CHECK(c.import_abandon == 10min);
+  CHECK(c.reconcile_interval == 250ms);
+  CHECK(c.reconcile_max_actions == 8);
+  CHECK(c.migration_round_members == 16);
+  CHECK(c.migration_round_bytes == 8 * GiB);
+  CHECK(c.auto_cooldown == 1min);
+  CHECK(c.high_watermark == doctest::Approx(0.8));
+  CHECK(c.eviction_ratio == doctest::Approx(0.1));
+  CHECK(c.scrub_rate_bytes == 16 * MiB);
+  CHECK(c.object_read_lease == 3s);
+  CHECK(c.lease_recovery_grace == 20s);
+  CHECK(c.snapshot_every == 500);
+  // The old -ms spellings are config keys too, in plain milliseconds.
+  temp_config old{"reconcile-interval-ms = 500\nlease-recovery-grace-ms = 2500\n"};
+  auto o2 = run_command_line({"--config", path_of(old)});
+  REQUIRE_MESSAGE(!o2.exit_code.has_value(), o2.err);
+  CHECK(o2.config.reconcile_interval == 500ms);
+  CHECK(o2.config.lease_recovery_grace == 2500ms);
 }

@@ -240,15 +240,21 @@ class strict_config : public CLI::ConfigTOML {
   explicit strict_config(const CLI::App& app) : app_(app) {}
 
   std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+    // CLI11 opens the file without checking: an unreadable one would read as empty.
+    if (!input) throw CLI::FileError(where(0) + ": cannot be read");
+    std::string text{std::istreambuf_iterator<char>(input), std::istreambuf_iterator<char>()};
+    std::istringstream parsed{text};
     std::vector<CLI::ConfigItem> kept;
-    for (auto& item : CLI::ConfigTOML::from_config(input)) {
+    for (auto& item : CLI::ConfigTOML::from_config(parsed)) {
       if (!item.parents.empty())
-        throw CLI::ConfigError("unknown config section [" + CLI::detail::join(item.parents, ".") +
+        throw CLI::ConfigError(where(line_of(text, item.parents.front(), true)) +
+                               ": unknown config section [" + CLI::detail::join(item.parents, ".") +
                                "]: weightd's config keys stand at the top of the file, "
                                "without a section");
       const CLI::Option* option = app_.get_option_no_throw("--" + item.name);
-      if (option == nullptr)
-        throw CLI::ConfigError("unknown config key \"" + item.name +
+      if (option == nullptr || !option->get_configurable())
+        throw CLI::ConfigError(where(line_of(text, item.name, false)) + ": unknown config key \"" +
+                               item.name +
                                "\": the keys are the long flag names without dashes, e.g. "
                                "auto-cooldown = \"30s\"");
       if (!other_spelling_on_command_line(*option)) kept.push_back(std::move(item));
@@ -262,6 +268,31 @@ class strict_config : public CLI::ConfigTOML {
     for (const CLI::Option* other : option.get_excludes())
       if (other->count() > 0) return true;
     return false;
+  }
+
+  /// "FILE:LINE" (or "FILE" for line 0), FILE as --config gave it.
+  std::string where(size_t line) const {
+    std::string file = "config file";
+    if (const CLI::Option* config = app_.get_config_ptr(); config && !config->results().empty())
+      file = config->results().back();
+    return line == 0 ? file : file + ":" + std::to_string(line);
+  }
+
+  /// The first line (from 1) that opens section `name` ("[name" or, as a
+  /// dotted key, "name.") or, for a key, that starts with `name` and then
+  /// `=` or a space; 0 when none does (CLI11's reader keeps no line numbers).
+  static size_t line_of(const std::string& text, const std::string& name, bool section) {
+    std::istringstream lines{text};
+    std::string line;
+    for (size_t number = 1; std::getline(lines, line); ++number) {
+      std::string_view l = line;
+      l.remove_prefix(std::min(l.size(), l.find_first_not_of(" \t")));
+      if (section && (l.rfind("[" + name, 0) == 0 || l.rfind(name + ".", 0) == 0)) return number;
+      if (!section && l.rfind(name, 0) == 0 && l.size() > name.size() &&
+          (l[name.size()] == '=' || l[name.size()] == ' ' || l[name.size()] == '\t'))
+        return number;
+    }
+    return 0;
   }
 
   const CLI::App& app_;
@@ -342,7 +373,31 @@ std::string validate(const daemon_config& c) {
   return "";
 }
 
-void add_daemon_options(CLI::App& app, daemon_config& c) {
+std::optional<int> parse_daemon_command_line(CLI::App& app, int argc, const char* const* argv,
+                                             std::ostream& out, std::ostream& err) {
+  try {
+    app.parse(argc, argv);
+    return std::nullopt;
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    out << e.what() << "\n";  // the string set_version_flag was given
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // Every other ParseError is a configuration error, whatever CLI11's own
+    // code for its kind (105 for a value, 109 for extras, 110 for the file…):
+    // one code for a supervisor or a script to test.
+    err << "weightd: " << e.what() << "\n";
+    return kConfigErrorExit;
+  }
+}
+
+void add_daemon_options(CLI::App& app, daemon_config& c, const std::string& version) {
+  if (!version.empty()) app.set_version_flag("--version", "weightd " + version);
   app.set_config("--config", "",
                  "Read flags from this TOML file: the keys are the long flag names "
                  "(auto-cooldown = \"30s\"), without sections; an unknown key or section is "

@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -81,11 +83,25 @@ struct daemon_config {
   }
 };
 
-/// Declares every flag on `app` (and --config for a file of them). After a
-/// parse, `config` holds the values, already checked with validate(): a bad
+/// weightd's exit code for every configuration error: a bad flag or value, a
+/// bad combination, an unknown config key or section, an unreadable config
+/// file (EX_USAGE of sysexits.h; 70, EX_SOFTWARE, is a core actor stopping).
+constexpr int kConfigErrorExit = 64;
+
+/// Declares every flag on `app` (and --config for a file of them, and
+/// --version printing "weightd <version>" when `version` is not empty). After
+/// a parse, `config` holds the values, already checked with validate(): a bad
 /// value or combination fails the parse with an error naming the flag, and so
 /// does an unknown key or section in the config file.
-void add_daemon_options(CLI::App& app, daemon_config& config);
+void add_daemon_options(CLI::App& app, daemon_config& config, const std::string& version = "");
+
+/// Parses weightd's command line (and its config file) into the options
+/// add_daemon_options declared. std::nullopt: start the daemon. Otherwise
+/// the process's exit code: 0 after --help or --version (printed on `out`),
+/// kConfigErrorExit after any configuration error, printed on `err` as one
+/// line "weightd: <what is wrong, naming the flag or key>".
+std::optional<int> parse_daemon_command_line(CLI::App& app, int argc, const char* const* argv,
+                                             std::ostream& out, std::ostream& err);
 
 /// The checks that involve more than one flag (each flag's own range is
 /// checked as it is parsed). "" when the combination is fine, else what is
