@@ -403,6 +403,37 @@ TEST_CASE("shutdown: weightd exits 0 within 1.5 s of SIGTERM with idle client co
   CHECK(verify.output.rfind("ok: ", 0) == 0);
 }
 
+TEST_CASE("shutdown: a Put in flight at SIGTERM gets its status (not a hang), nothing of it is published, and weightd still stops within 1.5 s") {
+  temp_dir dir;
+  daemon_process d{dir.path()};
+  REQUIRE(d.wait_serving());
+  auto channel = grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials());
+  auto objects = v1::ObjectService::NewStub(channel);
+  grpc::ClientContext ctx;
+  v1::PutResponse resp;
+  auto writer = objects->Put(&ctx, &resp);
+  v1::PutRequest msg;
+  msg.mutable_header()->set_key("half-sent");
+  msg.mutable_header()->set_size(1 << 20);
+  REQUIRE(writer->Write(msg));
+  msg.set_chunk(std::string(4096, 'x'));
+  REQUIRE(writer->Write(msg));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // reserved, streaming
+  auto stopped = d.stop();
+  auto st = writer->Finish();
+  CHECK_FALSE(st.ok());
+  MESSAGE("the put ended with gRPC code " << st.error_code() << ": " << st.error_message());
+  CHECK(stopped.first == 0);
+  CHECK(stopped.second < 1.5);
+  auto verify = run_command(std::string{WEIGHTD_WEIGHTCTL} + " journal verify --data-dir " + dir.path().string());
+  CHECK_MESSAGE(verify.exit_code == 0, verify.output);
+  daemon_process again{dir.path()};
+  REQUIRE(again.wait_serving());
+  auto listed = again.ctl("obj ls");
+  CHECK(listed.exit_code == 0);
+  CHECK_MESSAGE(listed.output.find("half-sent") == std::string::npos, listed.output);
+}
+
 TEST_CASE("systemd: weightd sends READY=1 to NOTIFY_SOCKET once it serves, and STOPPING=1 on SIGTERM") {
   temp_dir dir;
   auto socket_path = dir.path() / "notify.sock";
