@@ -309,7 +309,9 @@ layout layout_of(const weightd_process& d, const std::string& ns_resource) {
 /// each unit, those replicas.
 std::map<std::string, std::set<int>> whole_units(const layout& l) {
   std::map<std::string, std::set<int>> out;
-  for (const auto& [unit, members] : l.units) {
+  for (const auto& entry : l.units) {  // (no structured binding: clang cannot capture one in CAPTURE)
+    const auto& unit = entry.first;
+    const auto& members = entry.second;
     CAPTURE(unit);
     for (const auto& tiers : members)
       CHECK_MESSAGE(tiers == members.front(), "unit " << unit << " is split across tiers");
@@ -402,7 +404,7 @@ outcome migration_killed_midway() {
   CHECK(l.members == model.units() + 1);  // the big file is two payloads
   CHECK(l.units[model.big].size() == 2);
   CHECK(l.manifest.count(ev1::TIER_HOT) == 1);  // the manifest always keeps a HOT replica
-  for (const auto& [unit, tiers] : whole_units(l)) CHECK_MESSAGE(tiers == kColdOnly, unit);
+  for (const auto& unit : whole_units(l)) CHECK_MESSAGE(unit.second == kColdOnly, unit.first);
 
   auto out = dir.path() / "export";
   auto exported = d.ctl("export default/m@main " + out.string());
@@ -484,8 +486,9 @@ outcome demotion_killed_midway() {
     CHECK(l.members == model.units() + 1);
     CHECK(l.manifest.count(ev1::TIER_HOT) == 1);
     size_t hot = 0, cold = 0;
-    for (const auto& [unit, tiers] : whole_units(l)) {
-      CAPTURE(unit);
+    for (const auto& entry : whole_units(l)) {
+      const auto& tiers = entry.second;
+      CAPTURE(entry.first);
       CHECK((tiers == kHotOnly || tiers == kColdOnly));
       ++(tiers == kHotOnly ? hot : cold);
     }

@@ -300,9 +300,9 @@ TEST_CASE("tier fault: a full journal filesystem fails the change with DURABILIT
     CHECK_MESSAGE(contains(failed.output, "No space left on device"), failed.output);
     CHECK_MESSAGE(contains(failed.output, "restart weightd"), failed.output);
 
-    auto [code, body] = d.healthz();
-    CHECK(code == 503);
-    CHECK_MESSAGE(contains(body, "the journal refuses writes"), body);
+    auto health = d.healthz();
+    CHECK(health.first == 503);
+    CHECK_MESSAGE(contains(health.second, "the journal refuses writes"), health.second);
     auto again = d.ctl("obj put k/again " + file.string());
     CHECK(again.exit_code == 11);
     CHECK_MESSAGE(contains(again.output, "refuses writes"), again.output);
