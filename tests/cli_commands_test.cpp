@@ -67,7 +67,7 @@ TEST_CASE("cli policy: changes the parts given and bumps the generation, bad val
   CHECK(bad.exit_code == 2);
   CHECK(has(bad.output, "--preferred"));
   auto shown = d.ctl("show default/m@main --json").output;
-  CHECK(has(shown, "\"migration_mode\":\"MIGRATION_MANUAL\""));
+  CHECK(has(shown, "\"migration_mode\": \"MANUAL\""));
 }
 
 TEST_CASE("cli abort: an IMPORTING revision is aborted with its uploads and the keys given") {
@@ -93,6 +93,6 @@ TEST_CASE("cli abort: an IMPORTING revision is aborted with its uploads and the 
   auto aborted = d.ctl("abort default/m@main --remove upload/tmp");
   REQUIRE_MESSAGE(aborted.exit_code == 0, aborted.output);
   CHECK(has(aborted.output, "aborted default/m@main#1: 2 objects removed (DELETED)"));
-  CHECK(d.ctl("obj ls").output.empty());
+  CHECK(d.ctl("obj ls").output == "no objects\n");
   CHECK(d.ctl("abort default/m@main").exit_code == 0);  // already gone: a no-op
 }

@@ -42,7 +42,7 @@ TEST_CASE("cli leases: acquire, ls, rm is BUSY naming the holder, release, then 
 
   auto listed = d.ctl("lease ls default/m@main");
   CHECK(listed.output.find("trainer-3") != std::string::npos);
-  CHECK(d.ctl("show default/m@main --json").output.find("\"active_lease_count\":1") !=
+  CHECK(d.ctl("show default/m@main --json").output.find("\"active_lease_count\": 1") !=
         std::string::npos);
 
   auto busy = d.ctl("rm default/m@main");
@@ -77,7 +77,7 @@ TEST_CASE("cli leases: rm --drain-timeout deletes once the holder releases, revo
     if (state.find("\"DELETED\"") != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  CHECK(state.find("\"availability\":\"DELETED\"") != std::string::npos);
+  CHECK(state.find("\"availability\": \"DELETED\"") != std::string::npos);
   auto revoked = run_command(std::string{WEIGHTD_WEIGHTCTL} + " journal dump --type lease_revoked --data-dir " +
                              (dir.path() / "var").string());
   CHECK(revoked.output.find("maintenance") != std::string::npos);

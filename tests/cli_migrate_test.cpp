@@ -46,7 +46,7 @@ TEST_CASE("cli migrate: HOT to COLD to MIXED to HOT with --wait, bytes identical
     REQUIRE_MESSAGE(moved.exit_code == 0, moved.output);
     CHECK(moved.output.find("COMPLETED") != std::string::npos);
     auto shown = d.ctl("show default/m@main --json");
-    CHECK(shown.output.find(std::string{"\"residency\":\"RESIDENCY_"} + target) != std::string::npos);
+    CHECK(shown.output.find(std::string{"\"residency\": \""} + target + "\"") != std::string::npos);
     auto out = dir.path() / ("export-" + std::to_string(n++));
     auto exported = d.ctl("export default/m@main " + out.string());
     REQUIRE_MESSAGE(exported.exit_code == 0, exported.output);
@@ -97,8 +97,8 @@ TEST_CASE("cli migrate: policy COLD no longer wedges the revision and rm works a
   for (int i = 0; i < 100 && !cold; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     auto shown = d.ctl("show default/m@main --json").output;
-    cold = shown.find("\"residency\":\"RESIDENCY_COLD\"") != std::string::npos &&
-           shown.find("\"operation_id\"") == std::string::npos;
+    cold = shown.find("\"residency\": \"COLD\"") != std::string::npos &&
+           shown.find("\"operation_id\": 0,") != std::string::npos;
   }
   CHECK(cold);
   auto removed = d.ctl("rm default/m@main");
@@ -111,15 +111,15 @@ TEST_CASE("cli import: --preferred COLD writes straight to COLD and a full HOT t
   running_daemon d{dir.path() / "var", "400000"};  // HOT holds one of the two weight files
   auto cold = d.ctl("import " + model.root.string() + " --as default/cold@main --preferred COLD");
   REQUIRE_MESSAGE(cold.exit_code == 0, cold.output);
-  CHECK(d.ctl("show default/cold@main --json").output.find("\"residency\":\"RESIDENCY_COLD\"") !=
+  CHECK(d.ctl("show default/cold@main --json").output.find("\"residency\": \"COLD\"") !=
         std::string::npos);
   auto big = d.ctl("import " + model.root.string() + " --as default/hot@main");
   REQUIRE_MESSAGE(big.exit_code == 0, big.output);  // never NO_AVAILABLE_SPACE while COLD has room
   auto shown = d.ctl("show default/hot@main --json").output;
-  CHECK(shown.find("\"availability\":\"READY\"") != std::string::npos);
+  CHECK(shown.find("\"availability\": \"READY\"") != std::string::npos);
   // Spilled: part of it is on disk (and the spill is pressure, so the
   // reconciler may already have moved the rest).
-  CHECK(shown.find("\"residency\":\"RESIDENCY_HOT\"") == std::string::npos);
+  CHECK(shown.find("\"residency\": \"HOT\"") == std::string::npos);
   auto out = dir.path() / "export";
   REQUIRE(d.ctl("export default/hot@main " + out.string()).exit_code == 0);
   model.check_same(out);

@@ -59,7 +59,7 @@ TEST_CASE("cli: each daemon run is an incarnation recorded in the journal") {
   CHECK(std::filesystem::is_directory(dir.path() / "hot" / "objects"));
   CHECK(count_lines(dump.output) == 2);
   CHECK(dump.output.find("#1 ") == 0);
-  CHECK(dump.output.find("system#2 writer_started {\"writer_id\":\"2\"") != std::string::npos);
+  CHECK(dump.output.find("system#2 writer_started {\"writer_id\": 2, \"version\": ") != std::string::npos);
 }
 
 TEST_CASE("cli: a second daemon on the same directories is refused with a clear error") {
@@ -117,12 +117,12 @@ TEST_CASE("cli: journal dump filters by seq range, stream and type, as text or J
   auto by_stream = run(weightctl("journal dump --stream system --from 3 " + base));
   CHECK(count_lines(by_stream.output) == 2);  // seqs 3 and 5
   auto json = run(weightctl("journal dump --json --to 2 " + base));
-  CHECK(json.output.find("{\"global_seq\":\"1\"") == 0);
-  CHECK(json.output.find("\"object_put\":{\"tenant\":\"default\",\"key\":\"k1\"") !=
+  CHECK(json.output.find("{\"global_seq\": 1,") == 0);
+  CHECK(json.output.find("\"object_put\": {\"tenant\": \"default\", \"key\": \"k1\"") !=
         std::string::npos);
   auto stats = run(weightctl("journal stats --json " + base));
   CHECK(stats.exit_code == 0);
-  CHECK(stats.output.find("\"by_type\":{\"object_put\":3,\"writer_started\":3}") !=
+  CHECK(stats.output.find("\"by_type\": {\"object_put\": 3, \"writer_started\": 3}") !=
         std::string::npos);
 }
 

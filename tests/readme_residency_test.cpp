@@ -88,20 +88,23 @@ TEST_CASE("readme residency: migrate, op show/ls/cancel, reconcile under pressur
          {"operation 2: MIGRATING default/qwen-7b@main#1 -> MIXED (ratio 0.5), COMPLETED, 3/3 "
           "units, 64.0 MiB of 64.0 MiB"});
   expect(d, "obj ls weights/default/qwen-7b/",
-         {"weights/default/qwen-7b/main/1/files/config.json       15 B  COLD      WEIGHT   managed "
-          "by default/qwen-7b@main#1",
-          "weights/default/qwen-7b/main/1/files/model-00001.safetensors   32.0 MiB  HOT+COLD  "
-          "WEIGHT   managed by default/qwen-7b@main#1",
-          "weights/default/qwen-7b/main/1/files/model-00002.safetensors   32.0 MiB  COLD      "
-          "WEIGHT   managed by default/qwen-7b@main#1",
-          "weights/default/qwen-7b/main/1/manifest               861 B  HOT       METADATA managed "
-          "by default/qwen-7b@main#1"});
+         {"KEY                                                                SIZE  TIERS     TYPE "
+          "    NOTES\n"
+          "weights/default/qwen-7b/main/1/files/config.json                   15 B  COLD      WEIGHT "
+          "  managed by default/qwen-7b@main#1\n"
+          "weights/default/qwen-7b/main/1/files/model-00001.safetensors   32.0 MiB  HOT+COLD  WEIGHT "
+          "  managed by default/qwen-7b@main#1\n"
+          "weights/default/qwen-7b/main/1/files/model-00002.safetensors   32.0 MiB  COLD      WEIGHT "
+          "  managed by default/qwen-7b@main#1\n"
+          "weights/default/qwen-7b/main/1/manifest                         1.0 KiB  HOT       "
+          "METADATA managed by default/qwen-7b@main#1\n"});
   expect(d, "migrate default/qwen-7b@main --to HOT --wait",
          {"operation 3: MIGRATING default/qwen-7b@main#1 -> HOT, COMPLETED, 3/3 units, 64.0 MiB of "
           "64.0 MiB"});
   expect(d, "ls",
-         {"default/qwen-7b@main#1                       READY     HOT              gen 8      64.0 "
-          "MiB"});
+         {"REVISION                                     STATE     RESIDENCY   GEN       SIZE  "
+          "OPERATION\n"
+          "default/qwen-7b@main#1                       READY     HOT           8   64.0 MiB\n"});
 
   // Operations: show a finished one; a lease holds a demotion back; cancel.
   expect(d, "op show 3",
@@ -119,10 +122,10 @@ TEST_CASE("readme residency: migrate, op show/ls/cancel, reconcile under pressur
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     listed = d.ctl("op ls").output;
   }
-  CHECK_MESSAGE(listed.find("OP     REVISION                                 TO           UNITS    "
-                            "             BYTES  MESSAGE\n"
-                            "4      default/qwen-7b@main#1                   COLD       0/3        "
-                            "    0 B/64.0 MiB    3 units wait for the revision's live leases to "
+  CHECK_MESSAGE(listed.find("OP     REVISION                                 TO         UNITS      "
+                            "            BYTES  MESSAGE\n"
+                            "4      default/qwen-7b@main#1                   COLD         0/3      "
+                            "     0 B/64.0 MiB  3 units wait for the revision's live leases to "
                             "end before its HOT replicas are dropped\n") == 0,
                 listed);
   expect(d, "op cancel 4",
@@ -137,23 +140,23 @@ TEST_CASE("readme residency: migrate, op show/ls/cancel, reconcile under pressur
       "HOT 120.0 MiB of 128.0 MiB (93.8%): pressure\n"
       "REVISION                                 ACTION             TO     REASON\n"
       "default/phi-3@main#1                     demote             MIXED  pressure: HOT tier at "
-      "93.8% of 134217728 bytes (high watermark 90.0%); least recently used (access at ",
-      " ms) with 58720271 hot bytes; HOT -> MIXED frees about 29360135 bytes\n"};
+      "93.8% of 128.0 MiB (high watermark 90.0%); least recently used (access at 20",
+      "Z (", ")) with 56.0 MiB HOT; HOT -> MIXED frees about 28.0 MiB\n"};
   auto dry = expect(d, "reconcile --dry-run", decision);
   CHECK(std::count(dry.begin(), dry.end(), '\n') == 3);  // one decision: qwen-7b is leased
   expect(d, "reconcile", decision);
   std::string ls;
-  for (int i = 0; i < 100 && ls.find("phi-3@main#1                         READY     MIXED") ==
+  for (int i = 0; i < 100 && ls.find("phi-3@main#1                         READY     MIXED    ") ==
                                  std::string::npos;
        ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ls = d.ctl("ls").output;
   }
   CHECK_MESSAGE(ls ==
-                    "default/phi-3@main#1                         READY     MIXED            gen 2 "
-                    "     56.0 MiB\n"
-                    "default/qwen-7b@main#1                       READY     HOT              gen 10 "
-                    "    64.0 MiB\n",
+                    "REVISION                                     STATE     RESIDENCY   GEN       "
+                    "SIZE  OPERATION\n"
+                    "default/phi-3@main#1                         READY     MIXED         2   56.0 MiB\n"
+                    "default/qwen-7b@main#1                       READY     HOT          10   64.0 MiB\n",
                 ls);
 
   // Spill: 64 MiB into 36 MiB of free HOT; --preferred COLD.
@@ -164,27 +167,27 @@ TEST_CASE("readme residency: migrate, op show/ls/cancel, reconcile under pressur
          {"imported default/gemma-7b@main#1: 3 files, 3 payloads, 48.0 MiB (READY)"});
   auto listed_all = d.ctl("ls").output;
   CHECK_MESSAGE(listed_all ==
-                    "default/gemma-7b@main#1                      READY     COLD             gen 2 "
-                    "     48.0 MiB\n"
-                    "default/mistral-7b@main#1                    READY     MIXED            gen 2 "
-                    "     64.0 MiB\n"
-                    "default/phi-3@main#1                         READY     MIXED            gen 2 "
-                    "     56.0 MiB\n"
-                    "default/qwen-7b@main#1                       READY     HOT              gen 10 "
-                    "    64.0 MiB\n",
+                    "REVISION                                     STATE     RESIDENCY   GEN       "
+                    "SIZE  OPERATION\n"
+                    "default/gemma-7b@main#1                      READY     COLD          2   48.0 MiB\n"
+                    "default/mistral-7b@main#1                    READY     MIXED         2   64.0 MiB\n"
+                    "default/phi-3@main#1                         READY     MIXED         2   56.0 MiB\n"
+                    "default/qwen-7b@main#1                       READY     HOT          10   64.0 MiB\n",
                 listed_all);
   expect(d, "obj ls weights/default/mistral-7b/",
-         {"weights/default/mistral-7b/main/1/files/config.json       15 B  HOT       WEIGHT   "
-          "managed by default/mistral-7b@main#1",
+         {"KEY                                                                   SIZE  TIERS     "
+          "TYPE     NOTES\n"
+          "weights/default/mistral-7b/main/1/files/config.json                   15 B  HOT       "
+          "WEIGHT   managed by default/mistral-7b@main#1\n"
           "weights/default/mistral-7b/main/1/files/model-00001.safetensors   32.0 MiB  HOT       "
-          "WEIGHT   managed by default/mistral-7b@main#1",
+          "WEIGHT   managed by default/mistral-7b@main#1\n"
           "weights/default/mistral-7b/main/1/files/model-00002.safetensors   32.0 MiB  COLD      "
-          "WEIGHT   managed by default/mistral-7b@main#1",
-          "weights/default/mistral-7b/main/1/manifest            870 B  HOT       METADATA "
-          "managed by default/mistral-7b@main#1"});
+          "WEIGHT   managed by default/mistral-7b@main#1\n"
+          "weights/default/mistral-7b/main/1/manifest                         1.0 KiB  HOT       "
+          "METADATA managed by default/mistral-7b@main#1\n"});
   // The spill is pressure too: the next round moves mistral-7b on to COLD.
   expect(d, "reconcile --dry-run",
          {"default/mistral-7b@main#1                demote             COLD   pressure: HOT tier "
-          "at 96.9% of 134217728 bytes (high watermark 90.0%, a put had to spill)",
+          "at 96.9% of 128.0 MiB (high watermark 90.0%, a put had to spill)",
           "MIXED -> COLD"});
 }

@@ -6,6 +6,11 @@
 //   14 OBJECT_ALREADY_EXISTS  15 NO_AVAILABLE_SPACE  16 UNAUTHENTICATED
 //   17 PERMISSION_DENIED  18 DATA_LOSS  19 INTERNAL  20 RESOURCE_EXHAUSTED
 //   21 UNIMPLEMENTED
+// and, outside the error classes a daemon answers with:
+//   69 the daemon is unreachable (nothing listens at --address/WEIGHTD_ADDRESS,
+//      or it did not answer in time): sysexits' EX_UNAVAILABLE, far from the
+//      classes so that a new class never takes it.
+// The README's exit-code table lists the same.
 #pragma once
 
 #include "events/status.hpp"
@@ -13,6 +18,7 @@
 namespace weightd::api {
 
 inline constexpr int kExitUsage = 1;
+inline constexpr int kExitDaemonUnreachable = 69;
 
 inline int exit_code(errc code) {
   return code == errc::ok ? 0 : 1 + static_cast<int>(code);

@@ -8,6 +8,7 @@
 
 #include "api/cli/exit_codes.hpp"
 #include "api/cli/format.hpp"
+#include "api/cli/json_output.hpp"
 #include "events/event_type.hpp"
 #include "persistence/lmdb_journal.hpp"
 
@@ -80,18 +81,20 @@ int journal_stats(const journal_location& where, const stats_args& args, std::os
   if (!st.ok()) return fail(err, st);
 
   if (args.json) {
-    out << "{\"path\":" << json_string(where.path()) << ",\"highest_seq\":" << stats->highest_seq
-        << ",\"events\":" << stats->event_count << ",\"streams\":" << stats->stream_count
-        << ",\"snapshots\":" << stats->snapshot_count
-        << ",\"incarnation\":" << stats->incarnation << ",\"map_bytes\":" << stats->map_bytes
-        << ",\"used_bytes\":" << stats->used_bytes << ",\"first_event_ms\":" << first_ms
-        << ",\"last_event_ms\":" << last_ms << ",\"by_type\":{";
-    bool first = true;
-    for (const auto& [type, count] : by_type) {
-      out << (first ? "" : ",") << json_string(type) << ":" << count;
-      first = false;
-    }
-    out << "}}\n";
+    nlohmann::ordered_json types = nlohmann::ordered_json::object();
+    for (const auto& [type, count] : by_type) types[type] = count;
+    out << json_line({{"path", where.path()},
+                      {"highest_seq", stats->highest_seq},
+                      {"events", stats->event_count},
+                      {"streams", stats->stream_count},
+                      {"snapshots", stats->snapshot_count},
+                      {"incarnation", stats->incarnation},
+                      {"map_bytes", stats->map_bytes},
+                      {"used_bytes", stats->used_bytes},
+                      {"first_event_ms", first_ms},
+                      {"last_event_ms", last_ms},
+                      {"by_type", types}})
+        << "\n";
     return 0;
   }
   out << fmt::format("journal      {}\n", where.path());
@@ -155,11 +158,7 @@ namespace {
 std::string state_json(const events::store_state& state) {
   v1::StateSnapshot snap;
   snap.ParseFromString(events::encode_state(state));
-  google::protobuf::util::JsonPrintOptions o;
-  o.preserve_proto_field_names = true;
-  std::string json;
-  google::protobuf::util::MessageToJsonString(snap, &json, o);
-  return json;
+  return json_line(message_json(snap));
 }
 
 void print_state(const events::store_state& s, std::ostream& out) {
@@ -255,10 +254,12 @@ int journal_verify(const journal_location& where, const verify_args& args, std::
     c.max_seq = (*snap)->seq - 1;
   }
   if (args.json) {
-    out << "{\"ok\":" << (verdict.ok() ? "true" : "false") << ",\"events\":" << events
-        << ",\"snapshots\":" << snapshots;
-    if (!verdict.ok()) out << ",\"error\":" << json_string(verdict.to_string());
-    out << "}\n";
+    // Every field present: "error" is "" when the journal is sound.
+    out << json_line({{"ok", verdict.ok()},
+                      {"events", events},
+                      {"snapshots", snapshots},
+                      {"error", verdict.ok() ? "" : verdict.to_string()}})
+        << "\n";
   } else if (verdict.ok()) {
     out << fmt::format("ok: {} events folded, every invariant holds; {} snapshots match the "
                        "fold\n",
@@ -289,17 +290,19 @@ int revision_history(const journal_location& where, const history_args& args, st
   }
   events::revision_index index;
   uint64_t shown = 0;
+  auto items = nlohmann::ordered_json::array();  // --json: one list document
   auto st = (*journal)->read_stream(events::revision_stream(*id), {}, [&](const v1::Envelope& e) {
     auto applied = events::evolve_revisions(index, e);
     const auto* r = index.find(*id);
     uint64_t generation = r ? r->metadata_generation : 0;
     ++shown;
     if (args.json) {
-      out << "{\"seq\":" << e.global_seq() << ",\"time_ms\":" << e.timestamp_ms()
-          << ",\"event\":" << json_string(events::event_type_name(e))
-          << ",\"metadata_generation\":" << generation
-          << ",\"principal\":" << json_string(e.principal())
-          << ",\"request_id\":" << json_string(e.request_id()) << "}\n";
+      items.push_back({{"seq", e.global_seq()},
+                       {"time_ms", e.timestamp_ms()},
+                       {"event", events::event_type_name(e)},
+                       {"metadata_generation", generation},
+                       {"principal", e.principal()},
+                       {"request_id", e.request_id()}});
     } else {
       out << fmt::format("#{:<8} {}  {:<22} gen {:<4} {}{}\n", e.global_seq(),
                          events::utc_text(e.timestamp_ms()), events::event_type_name(e), generation,
@@ -312,6 +315,7 @@ int revision_history(const journal_location& where, const history_args& args, st
   if (shown == 0)
     return fail(err, {errc::not_found, "no events for revision " +
                                            events::canonical_text(*id) + " in the journal"});
+  if (args.json) out << json_line(list_document(std::move(items))) << "\n";
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <csignal>
 
 #include "api/cli/format.hpp"
+#include "api/cli/json_output.hpp"
 #include "api/cli/online_support.hpp"
 
 namespace weightd::api {
@@ -24,7 +25,7 @@ void print_lease(const online_options& o, const v1::Lease& l, std::ostream& out)
   }
   out << fmt::format("lease {} on {} held by {} until {}\n", l.lease_id(),
                      events::canonical_text(events::revision_key::from_proto(l.id())), l.holder(),
-                     events::utc_text(l.expiry_ms()));
+                     format_time(l.expiry_ms()));
 }
 
 }  // namespace
@@ -134,7 +135,7 @@ int lease_release(const online_options& o, uint64_t lease_id, std::ostream& out,
   req.set_lease_id(lease_id);
   auto released = c.release_lease(req);
   if (!released) return fail(err, released.error());
-  if (o.json) out << fmt::format("{{\"lease_id\":{},\"released\":true}}\n", lease_id);
+  if (o.json) out << json_line({{"lease_id", lease_id}, {"released", true}}) << "\n";
   else out << fmt::format("lease {} released\n", lease_id);
   return 0;
 }
@@ -144,18 +145,22 @@ int lease_list(const online_options& o, const std::string& text, std::ostream& o
   client c{o.connection};
   auto id = resolve(c, text, true);
   if (!id) return fail(err, id.error());
+  if (!id->generation) return fail(err, {errc::not_found, "no READY revision " + text});
   v1::ListLeasesRequest req;
   *req.mutable_id() = id->to_proto();
   auto list = c.list_leases(req);
   if (!list) return fail(err, list.error());
   if (o.json) {
-    out << to_json(*list) << "\n";
+    out << json_line(list_of(list->leases())) << "\n";
     return 0;
   }
-  if (list->leases().empty()) out << "no live lease on " << events::canonical_text(*id) << "\n";
+  if (list->leases().empty()) {
+    out << "no live lease on " << events::canonical_text(*id) << "\n";
+    return 0;
+  }
+  out << fmt::format("{:<8}  {:<40}  {}\n", "LEASE", "HOLDER", "EXPIRES");
   for (const auto& l : list->leases())
-    out << fmt::format("{:>8}  {:<40}  until {}\n", l.lease_id(), l.holder(),
-                       events::utc_text(l.expiry_ms()));
+    out << fmt::format("{:<8}  {:<40}  {}\n", l.lease_id(), l.holder(), format_time(l.expiry_ms()));
   return 0;
 }
 

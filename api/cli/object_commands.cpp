@@ -2,10 +2,12 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
 #include "api/cli/format.hpp"
+#include "api/cli/json_output.hpp"
 #include "api/cli/online_support.hpp"
 #include "api/cli/progress.hpp"
 
@@ -31,17 +33,20 @@ result<Enum> parse_short(const std::string& field, const std::string& text,
   return status{errc::invalid_argument, field + " must be one of " + names + ", not '" + text + "'"};
 }
 
-void print_info(const online_options& o, const v1::ObjectInfo& i, std::ostream& out) {
-  if (o.json) {
-    out << to_json(i) << "\n";
-    return;
-  }
+/// One object's row; the key column is `key_width` wide (the longest key of
+/// the table), so that the columns after it line up.
+void print_row(const v1::ObjectInfo& i, size_t key_width, std::ostream& out) {
   std::string tiers;
   for (int t : i.replicas()) tiers += (tiers.empty() ? "" : "+") + short_enum_name(t, ev1::Tier_descriptor());
-  out << fmt::format("{:<48} {:>10}  {:<9} {:<8}{}{}\n", i.key(), format_bytes(i.size()), tiers,
-                     short_enum_name(i.data_type(), ev1::DataType_descriptor()),
+  out << fmt::format("{:<{}} {:>10}  {:<9} {:<8}{}{}\n", i.key(), key_width, format_bytes(i.size()),
+                     tiers, short_enum_name(i.data_type(), ev1::DataType_descriptor()),
                      i.hard_pin() ? " pinned" : "",
                      i.managed_by().empty() ? "" : " managed by " + i.managed_by());
+}
+
+void print_info(const online_options& o, const v1::ObjectInfo& i, std::ostream& out) {
+  if (o.json) out << to_json(i) << "\n";
+  else print_row(i, i.key().size(), out);
 }
 
 }  // namespace
@@ -98,6 +103,7 @@ int obj_rm(const online_options& o, const std::vector<std::string>& keys, bool f
            std::ostream& out, std::ostream& err) {
   client c{o.connection};
   int rc = 0;
+  std::vector<v1::RemoveResponse> removed_all;  // --json: one list of what was removed
   for (const auto& key : keys) {
     v1::RemoveRequest req;
     req.set_tenant(o.tenant);
@@ -108,9 +114,10 @@ int obj_rm(const online_options& o, const std::vector<std::string>& keys, bool f
       rc = fail(err, removed.error());
       continue;
     }
-    if (o.json) out << to_json(*removed) << "\n";
+    if (o.json) removed_all.push_back(*removed);
     else out << "removed " << key << "\n";
   }
+  if (o.json) out << json_line(list_of(removed_all)) << "\n";
   return rc;
 }
 
@@ -121,12 +128,26 @@ int obj_ls(const online_options& o, const std::string& prefix, std::ostream& out
   q.set_tenant(o.tenant);
   q.set_prefix(prefix);
   q.set_limit(1000);
+  std::vector<v1::ObjectInfo> objects;
   do {
     auto page = c.list_objects(q);
     if (!page) return fail(err, page.error());
-    for (const auto& i : page->objects()) print_info(o, i, out);
+    for (const auto& i : page->objects()) objects.push_back(i);
     q.set_start_after(page->next_start_after());
   } while (!q.start_after().empty());
+  if (o.json) {
+    out << json_line(list_of(objects)) << "\n";
+    return 0;
+  }
+  if (objects.empty()) {
+    out << (prefix.empty() ? std::string{"no objects"} : "no objects under '" + prefix + "'") << "\n";
+    return 0;
+  }
+  size_t key_width = 3;
+  for (const auto& i : objects) key_width = std::max(key_width, i.key().size());
+  out << fmt::format("{:<{}} {:>10}  {:<9} {:<8} {}\n", "KEY", key_width, "SIZE", "TIERS", "TYPE",
+                     "NOTES");
+  for (const auto& i : objects) print_row(i, key_width, out);
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <future>
@@ -12,7 +13,9 @@
 #include <set>
 
 #include "actors/mixed_planner.hpp"
+#include "api/cli/cli_words.hpp"
 #include "api/cli/format.hpp"
+#include "api/cli/json_output.hpp"
 #include "api/cli/lease_commands.hpp"
 #include "api/cli/online_support.hpp"
 #include "events/identity.hpp"
@@ -24,48 +27,176 @@ namespace ev1 = events::v1;
 namespace fs = std::filesystem;
 
 
-int list_revisions(const online_options& o, const std::string& ns, const std::string& resource,
-                   bool all_states, std::ostream& out, std::ostream& err) {
-  client c{o.connection};
-  v1::ListRevisionsRequest q;
-  q.set_tenant(o.tenant);
-  q.set_ns(ns);
-  q.set_resource(resource);
-  if (all_states)
-    for (auto s : {ev1::IMPORTING, ev1::READY, ev1::DEGRADED, ev1::DELETING, ev1::DELETED})
-      q.add_states(s);
-  do {
-    auto page = c.list_revisions(q);
-    if (!page) return fail(err, page.error());
-    for (const auto& v : page->revisions()) {
-      if (o.json) {
-        out << to_json(v) << "\n";
-        continue;
-      }
-      // The active operation, if any, at the end: "op 4 -> COLD 3/8 units".
-      std::string op;
-      if (v.operation_id() && v.has_operation())
-        op = fmt::format("  op {} -> {} {}/{} units", v.operation_id(),
-                         short_enum_name(v.operation().target(), ev1::Residency_descriptor()),
-                         v.operation().processed_units(), v.operation().total_units());
-      out << fmt::format("{:<44} {:<9} {:<16} gen {:<4} {:>10}{}\n",
-                         events::canonical_text(events::revision_key::from_proto(v.id())),
-                         ev1::Availability_Name(v.availability()),
-                         short_enum_name(v.residency(), ev1::Residency_descriptor()),
-                         v.metadata_generation(),
-                         format_bytes(v.manifest().logical_bytes()), op);
+namespace {
+
+std::string residency_name(int r) { return short_enum_name(r, ev1::Residency_descriptor()); }
+std::string availability_name(int a) { return short_enum_name(a, ev1::Availability_descriptor()); }
+
+std::string percent_decode(const std::string& x) {
+  std::string out;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i] == '%' && i + 2 < x.size() && std::isxdigit(static_cast<unsigned char>(x[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(x[i + 2]))) {
+      out += static_cast<char>(std::stoi(x.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += x[i];
     }
-    q.set_page_token(page->next_page_token());
-  } while (!q.page_token().empty());
+  }
+  return out;
+}
+
+/// The namespaces the tenant's revisions live in, found in the key space:
+/// every published or importing revision has its objects under
+/// "weights/<ns>/..." (ListRevisions lists one namespace at a time). A
+/// namespace whose revisions are all deleted has no object left and is not
+/// listed; "default" always is.
+result<std::set<std::string>> namespaces_of(client& c, const std::string& tenant) {
+  std::set<std::string> found{"default"};
+  v1::ListObjectsRequest q;
+  q.set_tenant(tenant);
+  q.set_prefix("weights/");
+  q.set_limit(1000);
+  do {
+    auto page = c.list_objects(q);
+    if (!page) return page.error();
+    for (const auto& i : page->objects()) {
+      auto rest = i.key().substr(8);
+      if (auto slash = rest.find('/'); slash != std::string::npos)
+        found.insert(percent_decode(rest.substr(0, slash)));
+    }
+    q.set_start_after(page->next_start_after());
+  } while (!q.start_after().empty());
+  return found;
+}
+
+constexpr const char* kRevisionRow = "{:<44} {:<9} {:<9} {:>5} {:>10}{}\n";
+
+}  // namespace
+
+int list_revisions(const online_options& o, const std::string& ns, const std::string& resource,
+                   bool all_states, bool all_namespaces, std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  std::set<std::string> namespaces{ns};
+  if (all_namespaces) {
+    auto found = namespaces_of(c, o.tenant);
+    if (!found) return fail(err, found.error());
+    namespaces = *found;
+  }
+  std::vector<v1::RevisionView> views;
+  for (const auto& one : namespaces) {
+    v1::ListRevisionsRequest q;
+    q.set_tenant(o.tenant);
+    q.set_ns(one);
+    q.set_resource(resource);
+    q.set_limit(1000);
+    if (all_states)
+      for (auto s : {ev1::IMPORTING, ev1::READY, ev1::DEGRADED, ev1::DELETING, ev1::DELETED})
+        q.add_states(s);
+    do {
+      auto page = c.list_revisions(q);
+      if (!page) return fail(err, page.error());
+      for (const auto& v : page->revisions()) views.push_back(v);
+      q.set_page_token(page->next_page_token());
+    } while (!q.page_token().empty());
+  }
+  if (o.json) {
+    out << json_line(list_of(views)) << "\n";
+    return 0;
+  }
+  if (views.empty()) {
+    out << fmt::format("no {}revisions in {}{}\n", all_states ? "" : "READY or DEGRADED ",
+                       all_namespaces ? "any namespace" : "namespace " + ns,
+                       all_states ? "" : " (--all shows every state)");
+    return 0;
+  }
+  out << fmt::format(kRevisionRow, "REVISION", "STATE", "RESIDENCY", "GEN", "SIZE", "  OPERATION");
+  for (const auto& v : views) {
+    // The active operation, if any, at the end: "op 4 -> COLD 3/8 units".
+    std::string op;
+    if (v.operation_id() && v.has_operation())
+      op = fmt::format("  op {} -> {} {}/{} units", v.operation_id(),
+                       residency_name(v.operation().target()), v.operation().processed_units(),
+                       v.operation().total_units());
+    out << fmt::format(kRevisionRow,
+                       events::canonical_text(events::revision_key::from_proto(v.id())),
+                       availability_name(v.availability()), residency_name(v.residency()),
+                       v.metadata_generation(), format_bytes(v.manifest().logical_bytes()), op);
+  }
   return 0;
 }
+
+namespace {
+
+/// "Field:  value" lines, the values aligned.
+struct describe_lines {
+  std::ostream& out;
+  std::string indent;
+  void line(const std::string& field, const std::string& value) {
+    // Values start at one column however deep the section.
+    out << fmt::format("{}{:<{}}{}\n", indent, field + ":", 22 - indent.size(), value);
+  }
+  void section(const std::string& title) { out << fmt::format("{}{}:\n", indent, title); }
+};
+
+std::string time_or_never(int64_t ms, const char* never = "-") {
+  return ms ? format_time(ms) : never;
+}
+
+}  // namespace
 
 int show_revision(const online_options& o, const std::string& text, std::ostream& out,
                   std::ostream& err) {
   client c{o.connection};
   auto rev = read_revision(c, text, false);
   if (!rev) return fail(err, rev.error());
-  out << to_json(rev->view, !o.json) << "\n";
+  const auto& v = rev->view;
+  if (o.json) {
+    out << to_json(v) << "\n";
+    return 0;
+  }
+  describe_lines d{out, ""};
+  d.line("Revision", events::canonical_text(rev->id));
+  d.line("State", availability_name(v.availability()));
+  d.line("Residency", residency_name(v.residency()) +
+                          (v.residency() == ev1::RESIDENCY_MIXED
+                               ? fmt::format(" ({:.0f}% of the bytes HOT)", 100 * v.observed_hot_ratio())
+                               : ""));
+  d.line("Generation", std::to_string(v.metadata_generation()));
+  d.line("Size", v.has_manifest() ? format_bytes(v.manifest().logical_bytes()) : "-");
+  d.line("Created", time_or_never(v.created_at_ms()));
+  d.line("Updated", time_or_never(v.updated_at_ms()));
+  d.line("Last accessed", time_or_never(v.last_accessed_at_ms(), "never"));
+  d.section("Policy");
+  describe_lines p{out, "  "};
+  p.line("Preferred", residency_name(v.policy().preferred_residency()));
+  if (v.policy().preferred_residency() == ev1::RESIDENCY_MIXED || v.policy().mixed_hot_ratio() != 0)
+    p.line("Mixed HOT ratio", fmt::format("{}", v.policy().mixed_hot_ratio()));
+  p.line("Mode", short_enum_name(v.policy().migration_mode(), ev1::MigrationMode_descriptor()));
+  d.section("Files");
+  p.line("Manifest", v.has_manifest() && !v.manifest().manifest_key().empty()
+                         ? v.manifest().manifest_key() : "-");
+  p.line("Payloads", std::to_string(v.payload_keys_size()));
+  p.line("Affinity units", std::to_string(v.affinity_count()));
+  d.section("Leases");
+  p.line("Live", std::to_string(v.active_lease_count()));
+  if (v.active_lease_count()) p.line("Nearest expiry", time_or_never(v.nearest_lease_expiry_ms()));
+  if (v.drain_deadline_ms())
+    p.line("Draining until", format_time(v.drain_deadline_ms()) + " (then revoked and removed)");
+  d.section("Operation");
+  if (v.operation_id() && v.has_operation()) {
+    const auto& op = v.operation();
+    p.line("Id", std::to_string(op.operation_id()));
+    p.line("Kind", short_enum_name(op.kind(), ev1::OperationKind_descriptor()));
+    p.line("Target", residency_name(op.target()));
+    p.line("State", short_enum_name(op.state(), v1::OperationState_descriptor()));
+    p.line("Progress", fmt::format("{}/{} units, {} of {}", op.processed_units(), op.total_units(),
+                                   format_bytes(op.processed_bytes()),
+                                   format_bytes(op.total_bytes())));
+    if (!op.message().empty()) p.line("Message", in_cli_words(op.message()));
+  } else {
+    p.line("Id", "none");
+  }
   return 0;
 }
 
@@ -85,7 +216,7 @@ int remove_revision(const online_options& o, const std::string& text, uint64_t d
   else if (removed->revision().drain_deadline_ms())
     out << fmt::format("removing {}: {} live leases drain first (revoked at {})\n",
                        events::canonical_text(id), removed->revision().active_lease_count(),
-                       events::utc_text(removed->revision().drain_deadline_ms()));
+                       format_time(removed->revision().drain_deadline_ms()));
   else
     out << fmt::format("removed {}: {} objects, manifest last\n", events::canonical_text(id),
                        removed->removed_keys_size());
@@ -114,7 +245,7 @@ int update_policy(const online_options& o, const std::string& text, const policy
   req.set_expected_metadata_generation(rev->view.metadata_generation());
   *req.mutable_policy() = policy;
   auto updated = c.update_policy(req);
-  if (!updated) return fail(err, updated.error(), "re-read it with `weightctl show` and retry");
+  if (!updated) return fail(err, updated.error());
   if (o.json) out << to_json(*updated) << "\n";
   else
     out << fmt::format("{}: policy {} {} (mixed ratio {}), generation {}\n",
@@ -142,9 +273,9 @@ int abort_import(const online_options& o, const std::string& text,
   }
   out << fmt::format("aborted {}: {} objects removed ({})\n", events::canonical_text(rev->id),
                      aborted->removed_keys_size(),
-                     ev1::Availability_Name(aborted->revision().availability()));
+                     availability_name(aborted->revision().availability()));
   for (const auto& r : aborted->refused_keys())
-    out << fmt::format("  not touched: {} ({})\n", r.key(), r.reason());
+    out << fmt::format("  not touched: {} ({})\n", r.key(), in_cli_words(r.reason()));
   return 0;
 }
 

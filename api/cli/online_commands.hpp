@@ -16,8 +16,10 @@ struct online_options {
 };
 
 
+/// One table (or one JSON list) of the revisions of `ns`, or of every
+/// namespace of the tenant with all_namespaces.
 int list_revisions(const online_options& o, const std::string& ns, const std::string& resource,
-                   bool all_states, std::ostream& out, std::ostream& err);
+                   bool all_states, bool all_namespaces, std::ostream& out, std::ostream& err);
 int show_revision(const online_options& o, const std::string& id, std::ostream& out,
                   std::ostream& err);
 /// Removes a READY revision; drain_timeout_ms > 0 waits for its leases to

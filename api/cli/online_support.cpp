@@ -5,24 +5,45 @@
 #include <unistd.h>
 
 #include "api/cli/exit_codes.hpp"
+#include "api/cli/cli_words.hpp"
 #include "api/cli/format.hpp"
+#include "api/cli/json_output.hpp"
 
 namespace weightd::api {
 
 namespace ev1 = events::v1;
 
+namespace {
+std::string g_daemon_address = "127.0.0.1:7070";
+
+// api/common/grpc_status.cpp's words for a transport failure without a
+// weightd error code (it maps them to BUSY, which is "a lease blocks it" to a
+// script); recognised here until the client gives them a class of their own.
+constexpr const char* kUnreachablePrefix = "weightd is unreachable or too slow (";
+}  // namespace
+
+void name_daemon_address(const std::string& address) { g_daemon_address = address; }
+
+bool is_daemon_unreachable(const status& st) {
+  return st.code() == errc::busy && st.message().rfind(kUnreachablePrefix, 0) == 0;
+}
+
 int fail(std::ostream& err, const status& st, const std::string& next) {
-  err << "weightctl: " << st.to_string() << (next.empty() ? "" : "; " + next) << "\n";
+  if (is_daemon_unreachable(st)) {
+    auto detail = st.message().substr(std::string{kUnreachablePrefix}.size());
+    detail = detail.substr(0, detail.find("); is the daemon running"));
+    err << "weightctl: daemon unreachable at " << g_daemon_address << " (" << detail
+        << "); is weightd running there? Point weightctl at it with --address or WEIGHTD_ADDRESS\n";
+    return kExitDaemonUnreachable;
+  }
+  err << "weightctl: " << code_name(st.code()) << ": " << in_cli_words(st.message())
+      << (next.empty() ? "" : "; " + next) << "\n";
   return exit_code(st.code());
 }
 
 std::string to_json(const google::protobuf::Message& m, bool pretty) {
-  google::protobuf::util::JsonPrintOptions o;
-  o.preserve_proto_field_names = true;
-  o.add_whitespace = pretty;
-  std::string out;
-  google::protobuf::util::MessageToJsonString(m, &out, o);
-  return out;
+  auto j = message_json(m);
+  return pretty ? j.dump(2) : json_line(j);
 }
 
 result<events::revision_key> resolve(client& c, const std::string& text, bool ready_only) {
@@ -48,6 +69,9 @@ result<events::revision_key> resolve(client& c, const std::string& text, bool re
 result<current_revision> read_revision(client& c, const std::string& text, bool ready_only) {
   auto id = resolve(c, text, ready_only);
   if (!id) return id.error();
+  if (!id->generation)  // not a generation 0 the daemon would call an invalid argument
+    return status{errc::not_found, std::string{ready_only ? "no READY revision " : "no revision "} +
+                                       events::canonical_text(*id)};
   v1::GetRevisionRequest get;
   *get.mutable_id() = id->to_proto();
   get.set_include_hidden(!ready_only);

@@ -13,10 +13,19 @@
 
 namespace weightd::api {
 
-/// Prints "weightctl: CODE: message[; next]" and returns the exit code of the class.
+/// Prints "weightctl: CODE: message[; next]" in weightctl's words (cli_words.hpp)
+/// and returns the exit code of the class; a daemon that cannot be reached is
+/// "weightctl: daemon unreachable at ADDRESS ..." and kExitDaemonUnreachable.
 int fail(std::ostream& err, const status& st, const std::string& next = "");
 
-/// The message as JSON with the proto field names.
+/// The address weightctl talks to, for fail()'s "daemon unreachable" message.
+void name_daemon_address(const std::string& address);
+
+/// True for the client's status of a daemon that did not answer at all (no
+/// weightd error code: nothing listens, or no answer before the deadline).
+bool is_daemon_unreachable(const status& st);
+
+/// The message as JSON (json_output.hpp's rules): one line, or indented when pretty.
 std::string to_json(const google::protobuf::Message& m, bool pretty = false);
 
 /// "ns/resource@revision" without #generation -> the highest generation among
@@ -29,7 +38,8 @@ struct current_revision {
   events::revision_key id;
   v1::RevisionView view;
 };
-/// resolve() + GetRevision; hidden states too unless ready_only.
+/// resolve() + GetRevision; hidden states too unless ready_only. Without
+/// #generation and no such revision: NOT_FOUND naming it.
 result<current_revision> read_revision(client& c, const std::string& text, bool ready_only);
 
 /// The enum value a user typed ("cold", "HOT") with the proto's prefix

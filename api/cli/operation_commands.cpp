@@ -5,7 +5,9 @@
 #include <thread>
 
 #include "api/cli/exit_codes.hpp"
+#include "api/cli/cli_words.hpp"
 #include "api/cli/format.hpp"
+#include "api/cli/json_output.hpp"
 #include "api/cli/online_support.hpp"
 #include "api/cli/progress.hpp"
 #include "events/time_text.hpp"
@@ -28,7 +30,7 @@ std::string describe(const v1::Operation& op) {
       op.target() == ev1::RESIDENCY_MIXED ? fmt::format(" (ratio {})", op.target_hot_ratio()) : "",
       state_name(op.state()), op.processed_units(), op.total_units(),
       format_bytes(op.processed_bytes()), format_bytes(op.total_bytes()));
-  if (!op.message().empty()) line += "; " + op.message();
+  if (!op.message().empty()) line += "; " + in_cli_words(op.message());
   return line;
 }
 
@@ -83,8 +85,8 @@ int show_operation(const online_options& o, uint64_t id, std::ostream& out, std:
     return 0;
   }
   out << describe(*op) << "\n";
-  out << fmt::format("  started {}, updated {}{}\n", events::utc_text(op->started_at_ms()),
-                     events::utc_text(op->updated_at_ms()),
+  out << fmt::format("  started {}, updated {}{}\n", format_time(op->started_at_ms()),
+                     format_time(op->updated_at_ms()),
                      op->cursor().empty() ? "" : ", cursor " + op->cursor());
   return 0;
 }
@@ -95,8 +97,18 @@ int cancel_operation(const online_options& o, uint64_t id, std::ostream& out, st
   req.set_operation_id(id);
   auto op = c.cancel_operation(req);
   if (!op) return fail(err, op.error());
-  if (o.json) out << to_json(*op) << "\n";
-  else out << describe(*op) << "\n";
+  if (o.json) {
+    out << to_json(*op) << "\n";
+    return 0;
+  }
+  out << describe(*op) << "\n";
+  // What a cancel means for the bytes, in the words of the command.
+  if (op->state() == v1::CANCELLED)
+    out << fmt::format("  stopped at a file boundary: {} of {} units moved, every file whole; "
+                       "`weightctl migrate` starts a new one\n",
+                       op->processed_units(), op->total_units());
+  else if (!running(*op))
+    out << fmt::format("  it had already ended {}; nothing to cancel\n", state_name(op->state()));
   return 0;
 }
 
@@ -106,31 +118,32 @@ int list_operations(const online_options& o, const std::string& ns, std::ostream
   v1::ListRevisionsRequest q;
   q.set_tenant(o.tenant);
   q.set_ns(ns);
-  bool header = false;
+  std::vector<v1::Operation> ops;
   do {
     auto page = c.list_revisions(q);
     if (!page) return fail(err, page.error());
-    for (const auto& v : page->revisions()) {
-      if (!v.has_operation()) continue;
-      if (o.json) {
-        out << to_json(v.operation()) << "\n";
-        continue;
-      }
-      if (!header) {
-        out << fmt::format("{:<6} {:<40} {:<6} {:>11} {:>21}  {}\n", "OP", "REVISION", "TO",
-                           "UNITS", "BYTES", "MESSAGE");
-        header = true;
-      }
-      const auto& op = v.operation();
-      out << fmt::format("{:<6} {:<40} {:<6} {:>5}/{:<5} {:>10}/{:<10}  {}\n", op.operation_id(),
-                         events::canonical_text(events::revision_key::from_proto(op.id())),
-                         residency_name(op.target()), op.processed_units(), op.total_units(),
-                         format_bytes(op.processed_bytes()), format_bytes(op.total_bytes()),
-                         op.message());
-    }
+    for (const auto& v : page->revisions())
+      if (v.has_operation()) ops.push_back(v.operation());
     q.set_page_token(page->next_page_token());
   } while (!q.page_token().empty());
-  if (!header && !o.json) out << "no running operations\n";
+  if (o.json) {
+    out << json_line(list_of(ops)) << "\n";
+    return 0;
+  }
+  if (ops.empty()) {
+    out << "no running operations\n";
+    return 0;
+  }
+  // Every cell is formatted first, so that the header sits over its column.
+  constexpr const char* row = "{:<6} {:<40} {:<6} {:>9} {:>22}  {}\n";
+  out << fmt::format(row, "OP", "REVISION", "TO", "UNITS", "BYTES", "MESSAGE");
+  for (const auto& op : ops)
+    out << fmt::format(row, op.operation_id(),
+                       events::canonical_text(events::revision_key::from_proto(op.id())),
+                       residency_name(op.target()),
+                       fmt::format("{}/{}", op.processed_units(), op.total_units()),
+                       format_bytes(op.processed_bytes()) + "/" + format_bytes(op.total_bytes()),
+                       in_cli_words(op.message()));
   return 0;
 }
 
@@ -160,7 +173,7 @@ int reconcile(const online_options& o, bool dry_run, std::ostream& out, std::ost
     out << fmt::format("{:<40} {:<18} {:<6} {}\n",
                        events::canonical_text(events::revision_key::from_proto(d.id())), d.action(),
                        d.target() == ev1::RESIDENCY_UNKNOWN ? "-" : residency_name(d.target()),
-                       d.reason());
+                       in_cli_words(d.reason()));
   return 0;
 }
 

@@ -5,7 +5,10 @@
 #include <iostream>
 
 #include "api/common/transfer_buffers.hpp"
+#include "api/cli/cli_version.hpp"
+#include "api/cli/duration_flag.hpp"
 #include "api/cli/exit_codes.hpp"
+#include "api/cli/online_support.hpp"
 #include "api/cli/journal_commands.hpp"
 #include "api/cli/lease_commands.hpp"
 #include "api/cli/object_commands.hpp"
@@ -22,28 +25,33 @@ int main(int argc, char** argv) {
 
   online_options online;
   bool json = false;
+  app.set_version_flag("--version", std::string{"weightctl "} + weightctl_version());
   app.add_option("--address", online.connection.address, "The daemon's gRPC address")
+      ->envname("WEIGHTD_ADDRESS")
       ->capture_default_str();
-  app.add_option("--tenant", online.tenant, "Tenant")->capture_default_str();
+  app.add_option("--tenant", online.tenant, "Tenant")->envname("WEIGHTD_TENANT")->capture_default_str();
   app.add_flag("--json", json, "Print JSON");
 
   // import, export (api/cli/transfer_commands.cpp)
   auto run_transfer = add_transfer_commands(app, online);
   std::string id;
   std::string ns = "default", resource;
-  bool all_states = false;
+  bool all_states = false, all_namespaces = false;
   auto* ls_cmd = app.add_subcommand("ls", "List revisions (READY and DEGRADED unless --all)");
   ls_cmd->add_option("--ns", ns, "Namespace")->capture_default_str();
   ls_cmd->add_option("--resource", resource, "Only this resource");
   ls_cmd->add_flag("--all", all_states, "Every state, tombstones too");
+  ls_cmd->add_flag("-A,--all-namespaces", all_namespaces,
+                   "Every namespace of the tenant (instead of --ns)");
   auto* show_cmd = app.add_subcommand("show", "Show one revision (hidden states too)");
   show_cmd->add_option("ID", id, "The revision")->required();
   auto* rm_cmd = app.add_subcommand("rm", "Remove a revision: payloads, then the manifest");
   rm_cmd->add_option("ID", id, "The revision")->required();
-  uint64_t drain_ms = 0;
-  rm_cmd->add_option("--drain-timeout", drain_ms,
+  std::string drain_timeout;
+  rm_cmd->add_option("--drain-timeout", drain_timeout,
                      "With live leases: refuse new ones, delete when they are released, and "
-                     "revoke what is left after this many ms (default: fail with BUSY)");
+                     "revoke what is left after this long, e.g. 30s or 5m; a plain number is ms "
+                     "(default: fail with BUSY)");
   policy_args policy;
   auto* policy_cmd = app.add_subcommand("policy", "Change a revision's policy (the parts given)");
   policy_cmd->add_option("ID", id, "The revision")->required();
@@ -82,14 +90,17 @@ int main(int argc, char** argv) {
   auto* lease_cmd = app.add_subcommand("lease", "Revision leases: a live lease blocks removal");
   lease_cmd->require_subcommand(1);
   std::string holder, reason;
-  uint64_t ttl_ms = 60'000, lease_id = 0;
+  std::string ttl = "60s";
+  uint64_t lease_id = 0;
   auto* acquire_cmd = lease_cmd->add_subcommand("acquire", "Take a lease on a READY revision");
   acquire_cmd->add_option("ID", id, "The revision (without #generation: the highest READY)")->required();
   acquire_cmd->add_option("--holder", holder, "Who holds it (default: weightctl-lease@host:pid)");
-  acquire_cmd->add_option("--ttl", ttl_ms, "Lifetime in ms, 1..86400000")->capture_default_str();
+  acquire_cmd->add_option("--ttl", ttl, "Lifetime, 1ms..24h, e.g. 30s or 10m; a plain number is ms")
+      ->capture_default_str();
   auto* renew_cmd = lease_cmd->add_subcommand("renew", "Extend a lease to at least now + ttl");
   renew_cmd->add_option("LEASE_ID", lease_id, "The lease")->required();
-  renew_cmd->add_option("--ttl", ttl_ms, "Lifetime in ms from now")->capture_default_str();
+  renew_cmd->add_option("--ttl", ttl, "Lifetime from now, e.g. 30s; a plain number is ms")
+      ->capture_default_str();
   auto* release_cmd = lease_cmd->add_subcommand("release", "End a lease (idempotent)");
   release_cmd->add_option("LEASE_ID", lease_id, "The lease")->required();
   auto* leases_cmd = lease_cmd->add_subcommand("ls", "List a revision's live leases");
@@ -174,6 +185,18 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitUsage;
   }
   online.json = json;
+  name_daemon_address(online.connection.address);
+  uint64_t ttl_ms = 0, drain_ms = 0;
+  if (*acquire_cmd || *renew_cmd) {
+    auto parsed = parse_duration_ms(ttl, "--ttl");
+    if (!parsed) return fail(std::cerr, parsed.error());
+    ttl_ms = *parsed;
+  }
+  if (*rm_cmd && !drain_timeout.empty()) {
+    auto parsed = parse_duration_ms(drain_timeout, "--drain-timeout");
+    if (!parsed) return fail(std::cerr, parsed.error());
+    drain_ms = *parsed;
+  }
   dump.json = dump.json || json;
   stats.json = stats.json || json;
   replay.json = replay.json || json;
@@ -185,7 +208,8 @@ int main(int argc, char** argv) {
   if (*op_cancel_cmd) return cancel_operation(online, operation_id, std::cout, std::cerr);
   if (*op_ls_cmd) return list_operations(online, ns, std::cout, std::cerr);
   if (*reconcile_cmd) return reconcile(online, dry_run, std::cout, std::cerr);
-  if (*ls_cmd) return list_revisions(online, ns, resource, all_states, std::cout, std::cerr);
+  if (*ls_cmd)
+    return list_revisions(online, ns, resource, all_states, all_namespaces, std::cout, std::cerr);
   if (*show_cmd) return show_revision(online, id, std::cout, std::cerr);
   if (*rm_cmd) return remove_revision(online, id, drain_ms, std::cout, std::cerr);
   if (*policy_cmd) return update_policy(online, id, policy, std::cout, std::cerr);
