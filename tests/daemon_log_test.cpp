@@ -248,3 +248,19 @@ TEST_CASE("daemon log: a put neither tier can hold is a warning naming the key")
   CHECK(d.await({" warning put refused NO_AVAILABLE_SPACE tenant=\"default\" key=\"cache/big\" "
                  "bytes=8192"}) == 1);
 }
+
+TEST_CASE("daemon log: an eviction round is one info line with how many objects and bytes went") {
+  temp_dir dir;
+  for (int i = 0; i < 3; ++i)
+    write_file(dir.path() / ("blob" + std::to_string(i)), pattern(25'000, static_cast<unsigned>(i)));
+  logged_daemon d{dir.path() / "var", dir.path() / "weightd.log", {"--hot-capacity", "64KiB"}};
+  for (int i = 0; i < 3; ++i) {
+    auto put = d.ctl("obj put cache/blob" + std::to_string(i) + " " +
+                     (dir.path() / ("blob" + std::to_string(i))).string());
+    REQUIRE_MESSAGE(put.exit_code == 0, put.output);
+  }
+  // 2 x 25000 bytes are 76 % of HOT (under the 90 % watermark); the third
+  // does not fit beside them: one round takes the oldest.
+  CHECK(d.await({" info eviction round objects=1 bytes=25000 "}) == 1);
+  CHECK(d.lines_with({" eviction round "}).size() == 1);
+}
