@@ -9,6 +9,7 @@
 #include <systemd/sd-daemon.h>
 
 #include <csignal>
+#include <iostream>
 #include <cstring>
 #include <thread>
 #include <unistd.h>
@@ -50,8 +51,10 @@ int main(int argc, char** argv) {
 
   CLI::App app{"weightd — model weights as first-class citizens of a store master"};
   api::daemon_config config;
-  api::add_daemon_options(app, config);
-  CLI11_PARSE(app, argc, argv);
+  api::add_daemon_options(app, config, WEIGHTD_VERSION);
+  // --help and --version exit 0; a configuration error exits 64 naming the flag or key.
+  if (auto exit_code = api::parse_daemon_command_line(app, argc, argv, std::cout, std::cerr))
+    return *exit_code;
 
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   // A request with invalid UTF-8 in a string field is refused by gRPC; the
