@@ -23,6 +23,7 @@
 
 #include "api/common/loopback.hpp"
 #include "api/server/metrics.hpp"
+#include "fs_fault_support.hpp"
 #include "support.hpp"
 #include "test_node.hpp"
 
@@ -366,6 +367,31 @@ TEST_CASE("health: grpc.health.v1.Health/Check answers SERVING while the node is
     answer = health_check(channel);
   }
   CHECK(answer == 2);
+}
+
+TEST_CASE("health: grpc.health.v1.Health/Check answers NOT_SERVING once the journal refuses writes (a full journal filesystem)") {
+  temp_dir dir;
+  small_fs fs(dir.path() / "journal");
+  REQUIRE_SMALL_FS_OR_SKIP(fs);
+  write_file(dir.path() / "file", pattern(1000, 3));
+  fault_daemon d(daemon_flags(dir.path() / "data", dir.path() / "hot",
+                              {"--journal-dir", fs.path().string()}),
+                 dir.path() / "weightd.log");
+  REQUIRE_MESSAGE(d.serving(), d.log());
+  auto channel = grpc::CreateChannel(d.address(), grpc::InsecureChannelCredentials());
+  CHECK(health_check(channel) == 1);
+  fill_until_full(fs.path() / "filler");
+  bool refused = false;  // LMDB may reuse freed pages for a commit or two
+  for (int i = 0; i < 200 && !refused; ++i)
+    refused = d.ctl("obj put k/" + std::to_string(i) + " " + (dir.path() / "file").string()).exit_code != 0;
+  REQUIRE_MESSAGE(refused, "no put failed on a full journal filesystem");
+  int answer = 1;
+  for (int i = 0; i < 100 && answer == 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    answer = health_check(channel);
+  }
+  CHECK(answer == 2);
+  CHECK(d.healthz().first == 503);  // the same verdict as /healthz
 }
 
 TEST_CASE("reflection: ServerReflectionInfo list_services names weightd.v1.WeightService, ObjectService and AdminService") {
