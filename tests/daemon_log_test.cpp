@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "api/client/client.hpp"
-#include "api/common/loopback.hpp"
+#include "daemon_fixture.hpp"
 #include "events/identity.hpp"
 #include "support.hpp"
 
@@ -20,53 +20,19 @@ using namespace weightd::test;
 
 namespace {
 
-/// weightd at --log-level info with stdout and stderr in `log`, on the data
-/// directory `dir` (HOT tier in dir/hot), plus any `extra` flags.
-struct logged_daemon {
-  pid_t pid = -1;
-  std::string address;
-  std::filesystem::path log;
-
-  logged_daemon(const std::filesystem::path& dir, std::filesystem::path log_file,
+/// weightd at --log-level info with stdout and stderr in `log_file`, on the
+/// data directory `dir` (HOT tier in dir/hot), plus any `extra` flags.
+struct logged_daemon : running_daemon {
+  logged_daemon(const std::filesystem::path& dir, std::filesystem::path log,
                 std::vector<std::string> extra = {})
-      : log(std::move(log_file)) {
-    address = "127.0.0.1:" + std::to_string(api::free_loopback_port());
-    std::vector<std::string> args{WEIGHTD_DAEMON, "--data-dir", dir.string(), "--hot-dir",
-                                  (dir / "hot").string(), "--listen", address, "--http-listen",
-                                  "127.0.0.1:" + std::to_string(api::free_loopback_port()),
-                                  "--log-level", "info"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      if (fd < 0) _exit(126);
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(WEIGHTD_DAEMON, argv.data());
-      _exit(127);
-    }
-    for (int i = 0; i < 200 && ctl("status").exit_code != 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  logged_daemon(const logged_daemon&) = delete;
-  logged_daemon& operator=(const logged_daemon&) = delete;
-  ~logged_daemon() { stop(); }
+      : running_daemon(dir, options(std::move(log), std::move(extra))) {}
 
-  int stop() {
-    if (pid <= 0) return -1;
-    kill(pid, SIGTERM);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    pid = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
-  run_result ctl(const std::string& args) {
-    return run_command(std::string{WEIGHTD_WEIGHTCTL} + " --address " + address + " " + args);
+  static daemon_options options(std::filesystem::path log, std::vector<std::string> extra) {
+    daemon_options o;
+    o.flags = std::move(extra);
+    o.log_file = std::move(log);
+    o.log_level = "info";
+    return o;
   }
 
   api::client client() {
@@ -78,7 +44,7 @@ struct logged_daemon {
   /// The log's lines that contain every one of `parts`.
   std::vector<std::string> lines_with(const std::vector<std::string>& parts) const {
     std::vector<std::string> out;
-    std::istringstream text{read_file(log)};
+    std::istringstream text{read_file(log_file)};
     for (std::string line; std::getline(text, line);) {
       bool all = true;
       for (const auto& p : parts) all = all && line.find(p) != std::string::npos;

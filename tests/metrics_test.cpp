@@ -23,6 +23,7 @@
 
 #include "api/common/loopback.hpp"
 #include "api/server/metrics.hpp"
+#include "daemon_fixture.hpp"
 #include "fs_fault_support.hpp"
 #include "support.hpp"
 #include "test_node.hpp"
@@ -229,68 +230,6 @@ std::vector<std::string> reflected_services(const std::shared_ptr<grpc::Channel>
   return names;
 }
 
-/// weightd started with `args` (data under `dir`, free ports) and `env`
-/// added to its environment; stopped with SIGTERM by stop().
-struct daemon_process {
-  pid_t pid = -1;
-  std::string address, http;
-
-  daemon_process(const std::filesystem::path& dir, std::vector<std::string> args = {},
-                 std::vector<std::string> env = {}) {
-    address = "127.0.0.1:" + std::to_string(api::free_loopback_port());
-    http = "127.0.0.1:" + std::to_string(api::free_loopback_port());
-    std::vector<std::string> argv{WEIGHTD_DAEMON, "--data-dir", dir.string(), "--hot-dir",
-                                  (dir / "hot").string(), "--listen", address, "--http-listen",
-                                  http, "--log-level", "warn"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      for (auto& e : env) putenv(e.data());
-      std::vector<char*> cargv;
-      for (auto& a : argv) cargv.push_back(a.data());
-      cargv.push_back(nullptr);
-      execv(WEIGHTD_DAEMON, cargv.data());
-      _exit(127);
-    }
-  }
-  daemon_process(const daemon_process&) = delete;
-  daemon_process& operator=(const daemon_process&) = delete;
-  ~daemon_process() {
-    if (pid > 0) stop();
-  }
-
-  run_result ctl(const std::string& args) const {
-    return run_command(std::string{WEIGHTD_WEIGHTCTL} + " --address " + address + " " + args);
-  }
-  /// Until `weightctl status` answers (at most 10 s).
-  bool wait_serving() const {
-    for (int i = 0; i < 400; ++i) {
-      if (ctl("status").exit_code == 0) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    }
-    return false;
-  }
-  /// SIGTERM; the exit code (-1 if it did not exit within 10 s) and how long it took.
-  std::pair<int, double> stop() {
-    auto start = std::chrono::steady_clock::now();
-    kill(pid, SIGTERM);
-    int status = 0;
-    for (int i = 0; i < 1000; ++i) {
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        return {WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    pid = -1;
-    return {-1, 10.0};
-  }
-};
-
 /// The keys of a weightd config file, its `# key = value` lines uncommented.
 std::map<std::string, std::string> commented_keys(const std::string& text) {
   std::map<std::string, std::string> keys;
@@ -407,8 +346,8 @@ TEST_CASE("reflection: ServerReflectionInfo list_services names weightd.v1.Weigh
 
 TEST_CASE("shutdown: weightd exits 0 within 1.5 s of SIGTERM with idle client connections open, and its journal verifies clean") {
   temp_dir dir;
-  daemon_process d{dir.path()};
-  REQUIRE(d.wait_serving());
+  running_daemon d{dir.path(), daemon_options{}};
+  REQUIRE(d.serving());
   write_file(dir.path() / "file", "some bytes");
   REQUIRE(d.ctl("obj put k " + (dir.path() / "file").string()).exit_code == 0);
   std::vector<std::shared_ptr<grpc::Channel>> idle;
@@ -418,9 +357,8 @@ TEST_CASE("shutdown: weightd exits 0 within 1.5 s of SIGTERM with idle client co
     idle.push_back(grpc::CreateCustomChannel(d.address, grpc::InsecureChannelCredentials(), args));
     REQUIRE(idle.back()->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5)));
   }
-  auto stopped = d.stop();  // (no structured binding: clang cannot capture one in doctest's lambdas)
-  int code = stopped.first;
-  double seconds = stopped.second;
+  int code = d.stop();
+  double seconds = d.stop_seconds;
   MESSAGE("weightd stopped in " << seconds << " s with " << idle.size() << " idle connections");
   CHECK(code == 0);
   CHECK(seconds < 1.5);
@@ -431,8 +369,8 @@ TEST_CASE("shutdown: weightd exits 0 within 1.5 s of SIGTERM with idle client co
 
 TEST_CASE("shutdown: a Put in flight at SIGTERM gets its status (not a hang), nothing of it is published, and weightd still stops within 1.5 s") {
   temp_dir dir;
-  daemon_process d{dir.path()};
-  REQUIRE(d.wait_serving());
+  running_daemon d{dir.path(), daemon_options{}};
+  REQUIRE(d.serving());
   auto channel = grpc::CreateChannel(d.address, grpc::InsecureChannelCredentials());
   auto objects = v1::ObjectService::NewStub(channel);
   grpc::ClientContext ctx;
@@ -445,16 +383,16 @@ TEST_CASE("shutdown: a Put in flight at SIGTERM gets its status (not a hang), no
   msg.set_chunk(std::string(4096, 'x'));
   REQUIRE(writer->Write(msg));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // reserved, streaming
-  auto stopped = d.stop();
+  int stopped = d.stop();
   auto st = writer->Finish();
   CHECK_FALSE(st.ok());
   MESSAGE("the put ended with gRPC code " << st.error_code() << ": " << st.error_message());
-  CHECK(stopped.first == 0);
-  CHECK(stopped.second < 1.5);
+  CHECK(stopped == 0);
+  CHECK(d.stop_seconds < 1.5);
   auto verify = run_command(std::string{WEIGHTD_WEIGHTCTL} + " journal verify --data-dir " + dir.path().string());
   CHECK_MESSAGE(verify.exit_code == 0, verify.output);
-  daemon_process again{dir.path()};
-  REQUIRE(again.wait_serving());
+  running_daemon again{dir.path(), daemon_options{}};
+  REQUIRE(again.serving());
   auto listed = again.ctl("obj ls");
   CHECK(listed.exit_code == 0);
   CHECK_MESSAGE(listed.output.find("half-sent") == std::string::npos, listed.output);
@@ -477,14 +415,16 @@ TEST_CASE("systemd: weightd sends READY=1 to NOTIFY_SOCKET once it serves, and S
     auto n = recv(fd, buf, sizeof(buf), 0);
     return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
   };
-  daemon_process d{dir.path(), {}, {"NOTIFY_SOCKET=" + socket_path.string()}};
+  daemon_options notify;
+  notify.env = {"NOTIFY_SOCKET=" + socket_path.string()};
+  running_daemon d{dir.path(), notify};
   auto ready = receive(10'000);
   CHECK(ready.find("READY=1") != std::string::npos);
   CHECK(ready.find("STATUS=serving " + d.address) != std::string::npos);
   CHECK(d.ctl("status").exit_code == 0);  // READY means it answers now, not soon
   kill(d.pid, SIGTERM);
   CHECK(receive(5'000).find("STOPPING=1") != std::string::npos);
-  CHECK(d.stop().first == 0);
+  CHECK(d.stop() == 0);
   close(fd);
 }
 
@@ -512,9 +452,11 @@ TEST_CASE("packaging: weightd starts with packaging/weightd.conf.example, and ev
   }
   temp_dir dir;
   {  // as shipped: every key commented out (the command line places data and ports)
-    daemon_process d{dir.path() / "as-shipped", {"--config", (kSourceDir / "packaging" / "weightd.conf.example").string()}};
-    CHECK(d.wait_serving());
-    CHECK(d.stop().first == 0);
+    daemon_options config;
+    config.flags = {"--config", (kSourceDir / "packaging" / "weightd.conf.example").string()};
+    running_daemon d{dir.path() / "as-shipped", config};
+    CHECK(d.serving());
+    CHECK(d.stop() == 0);
   }
   // Uncommented, each key with the default it shows: weightd takes the file
   // (an unknown key or a bad value would be an error naming it). The places
@@ -522,9 +464,11 @@ TEST_CASE("packaging: weightd starts with packaging/weightd.conf.example, and ev
   std::string uncommented;
   for (const auto& [key, value] : keys) uncommented += key + " = " + value + "\n";
   write_file(dir.path() / "uncommented.conf", uncommented);
-  daemon_process d{dir.path() / "uncommented", {"--config", (dir.path() / "uncommented.conf").string()}};
-  CHECK_MESSAGE(d.wait_serving(), uncommented);
-  CHECK(d.stop().first == 0);
+  daemon_options config;
+  config.flags = {"--config", (dir.path() / "uncommented.conf").string()};
+  running_daemon d{dir.path() / "uncommented", config};
+  CHECK_MESSAGE(d.serving(), uncommented);
+  CHECK(d.stop() == 0);
 }
 
 TEST_CASE("packaging: cmake --install puts weightd, weightctl, the systemd unit, the example config and the dashboard under the prefix") {
