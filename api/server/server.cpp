@@ -241,15 +241,21 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
       return finish({errc::invalid_argument, "header is required as the first message of a put"});
     auto request = from_proto(req_.header());
     if (!request) return finish(request.error());
-    sys_.spawn([this, request = *request](caf::event_based_actor* self) {
-      self->request(store_, timeout_, actors::put_atom::value, request)
+    // The replies hold the watch, never read it through `this`: a call that
+    // was cancelled or went idle meanwhile is finished, and OnDone may have
+    // deleted this reactor already.
+    sys_.spawn([this, watch = watch_, store = store_, timeout = timeout_, request = *request](
+                   caf::event_based_actor* self) {
+      self->request(store, timeout, actors::put_atom::value, request)
           .then(
-              [this, self](actors::put_ticket& ticket) {
+              [this, self, watch, store](actors::put_ticket& ticket) {
                 self->quit();
-                auto watch = watch_;
                 std::lock_guard<std::recursive_mutex> lock(watch->lock);
+                if (watch->finished) {  // cancelled or idle while reserving: give it back
+                  caf::anon_send(store, actors::abort_atom::value, ticket.put_id);
+                  return;
+                }
                 ticket_ = ticket;
-                if (watch->finished) return abandon();  // cancelled or idle while reserving
                 watch->touch();
                 auto writer = persistence::blob_writer::create(ticket.temp_path, ticket.want_sha256,
                                                                ticket.enospc_after_bytes);
@@ -257,11 +263,10 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
                 writer_ = std::move(*writer);
                 StartRead(&req_);
               },
-              [this, self](caf::error& err) {
+              [this, self, watch](caf::error& err) {
                 self->quit();
-                auto watch = watch_;
                 std::lock_guard<std::recursive_mutex> lock(watch->lock);
-                finish(actors::to_status(err));
+                if (!watch->finished) finish(actors::to_status(err));
               });
     });
   }
@@ -271,21 +276,21 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
     auto digest = writer_->finish();
     if (!digest) return fail(digest.error());
     auto id = ticket_->put_id;
-    sys_.spawn([this, id, digest = *digest](caf::event_based_actor* self) {
-      self->request(store_, timeout_, actors::put_atom::value, id, digest)
+    sys_.spawn([this, watch = watch_, store = store_, timeout = timeout_, id,
+                digest = *digest](caf::event_based_actor* self) {
+      self->request(store, timeout, actors::put_atom::value, id, digest)
           .then(
-              [this, self](actors::object_info& info) {
+              [this, self, watch](actors::object_info& info) {
                 self->quit();
-                auto watch = watch_;
                 std::lock_guard<std::recursive_mutex> lock(watch->lock);
+                if (watch->finished) return;  // the call ended meanwhile (cancel, shutdown)
                 to_proto(info, resp_->mutable_object());
                 finish({});
               },
-              [this, self](caf::error& err) {
+              [this, self, watch](caf::error& err) {
                 self->quit();
-                auto watch = watch_;
                 std::lock_guard<std::recursive_mutex> lock(watch->lock);
-                finish(actors::to_status(err));
+                if (!watch->finished) finish(actors::to_status(err));
               });
     });
   }
