@@ -46,6 +46,16 @@ void schedule_round(rev_pointer self, int64_t delay_ms) {
   else self->delayed_send(self, std::chrono::milliseconds(delay_ms), caf::tick_atom::value);
 }
 
+/// Milliseconds the next round waits so that the bytes `work` copied keep to
+/// `rate_bytes` per second (0 = no limit, no wait).
+int64_t pause_for_rate(const std::vector<unit_work>& work, uint64_t rate_bytes) {
+  if (rate_bytes == 0) return 0;
+  uint64_t bytes = 0;
+  for (const auto& u : work)
+    if (!u.to_hot.empty() || !u.to_cold.empty()) bytes += u.bytes;  // a drop copies nothing
+  return static_cast<int64_t>(static_cast<double>(bytes) * 1000.0 / static_cast<double>(rate_bytes));
+}
+
 void back_off(rev_pointer self) {
   auto& b = self->state.retry_backoff_ms;
   b = b ? std::min(kMaxBackoffMs, 2 * b) : kFirstBackoffMs;
@@ -210,7 +220,7 @@ void run_operation_round(rev_pointer self, std::function<void()> finished) {
             back_off(self);
           } else {
             self->state.retry_backoff_ms = 0;
-            schedule_round(self, 0);
+            schedule_round(self, pause_for_rate(*work, self->state.deps.migration.rate_bytes));
           }
           finished();
         });

@@ -26,6 +26,10 @@ namespace weightd::actors {
 struct migration_limits {
   uint32_t round_members = 64;
   uint64_t round_bytes = 1ull << 30;
+  // Bytes per second the rounds of one operation copy, on average (0 = no
+  // limit): the next round waits until the last one's bytes fit the rate,
+  // so a background migration leaves the disk to readers.
+  uint64_t rate_bytes = 0;
 };
 
 /// One affinity unit of a revision's payloads.

@@ -168,6 +168,8 @@ TEST_CASE("daemon config: sizes take units") {
   CHECK(parse("--scrub-rate 64MiB/s").config.scrub_rate_bytes == 64 * MiB);
   CHECK(parse("--scrub-rate 100MB").config.scrub_rate_bytes == 100'000'000);
   CHECK(parse("--scrub-rate 0").config.scrub_rate_bytes == 0);
+  CHECK(parse("--migration-rate 200MiB/s").config.migration_rate_bytes == 200 * MiB);
+  CHECK(daemon_config{}.migration_rate_bytes == 0);  // no limit unless asked
   auto bad = parse("--hot-capacity 8G");
   CHECK(contains(bad.error, "--hot-capacity"));
   CHECK(contains(bad.error, "unknown unit \"G\""));

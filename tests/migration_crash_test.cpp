@@ -377,7 +377,8 @@ outcome migration_killed_midway() {
   model_files model{dir.path() / "model"};
   auto var = dir.path() / "var";
   // One unit per round: the migration takes ~50 rounds, each its own event.
-  weightd_process d{var, {"--migration-round-members", "1", "--migration-round-bytes", "1MiB"}};
+  weightd_process d{var, {"--migration-round-members", "1", "--migration-round-bytes", "1MiB",
+                          "--migration-rate", "64MiB/s"}};
   // MANUAL: nothing but this migration moves it (an AUTO revision colder than
   // it prefers would be promoted again by the export's lease, SPEC §4).
   auto imported =
@@ -431,8 +432,11 @@ outcome demotion_killed_midway() {
   auto var = dir.path() / "var";
   // Two revisions of the model, AUTO and preferring HOT (the defaults),
   // imported into a roomy HOT tier.
+  // 32 MiB/s: the demotion (about 70 MiB) takes seconds on any machine, so
+  // the kill lands in its middle.
   std::vector<std::string> flags{"--migration-round-members", "1", "--migration-round-bytes",
-                                 "1MiB", "--reconcile-interval", "50ms",
+                                 "1MiB", "--migration-rate", "32MiB/s",
+                                 "--reconcile-interval", "50ms",
                                  // once demoted, stay put for the rest of the test
                                  "--auto-cooldown", "10m", "--high-watermark", "0.9",
                                  "--eviction-ratio", "0.05"};

@@ -171,6 +171,25 @@ TEST_CASE_FIXTURE(migration_fixture, "migrate: a round takes at most round_membe
   check_payloads(u, 100, false, true);
 }
 
+TEST_CASE_FIXTURE(migration_fixture, "migrate: with a migration rate the next round waits until the bytes the last one copied fit the rate") {
+  restart_with([](actors::node_config& c) {
+    c.migration.round_members = 1;
+    c.migration.rate_bytes = 100;  // a 100-byte unit a second
+  });
+  auto rid = id();
+  auto [v, u] = ready(rid, 4, 100);
+  auto started = migrate(rid, generation(rid), v1::RESIDENCY_COLD);
+  REQUIRE(started.ok());
+  sched.run();  // what runs without time passing: the first copy only
+  CHECK(operation(started->id)->state == events::operation_state::running);
+  int seconds = 0;
+  for (; seconds < 20 && operation(started->id)->state == events::operation_state::running; ++seconds)
+    pass_time(1'000);
+  CHECK(operation(started->id)->state == events::operation_state::completed);
+  CHECK(seconds >= 3);  // four copies of 100 bytes at 100 bytes/s: three waits of a second
+  check_payloads(u, 100, false, true);
+}
+
 TEST_CASE_FIXTURE(migration_fixture, "migrate: progress never goes backwards and an unchanged round writes no event") {
   auto rid = id();
   auto [v, u] = ready(rid, 2, 100);

@@ -503,6 +503,12 @@ void add_daemon_options(CLI::App& app, daemon_config& c, const std::string& vers
                  "/s)")
       ->transform(rate)
       ->type_name("SIZE[/s]");
+  app.add_option("--migration-rate", c.migration_rate_bytes,
+                 "Bytes per second one migration copies between the tiers, e.g. 200MiB/s, so "
+                 "that a background migration leaves the disk to readers (0 = no limit, the "
+                 "default)")
+      ->transform(rate)
+      ->type_name("SIZE[/s]");
   add_duration(app, "--object-read-lease", c.object_read_lease, milliseconds{0}, kDay,
                "A Get protects the object from a non-forced Remove this long");
   auto* grace = add_duration(app, "--lease-recovery-grace", c.lease_recovery_grace,

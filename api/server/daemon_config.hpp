@@ -53,6 +53,7 @@ struct daemon_config {
   // One migration round moves at most this many members and bytes.
   uint32_t migration_round_members = 64;
   uint64_t migration_round_bytes = 1 * GiB;
+  uint64_t migration_rate_bytes = 0;  // bytes per second one migration copies (0 = no limit)
   // HOT pressure above the high watermark; eviction goes down to high − ratio,
   // promotion only under high − 2 × ratio (so the two never oscillate).
   double high_watermark = 0.90;

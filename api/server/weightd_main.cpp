@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   node_config.reconciler.import_abandon = config.import_abandon;
   node_config.migration.round_members = config.migration_round_members;
   node_config.migration.round_bytes = config.migration_round_bytes;
+  node_config.migration.rate_bytes = config.migration_rate_bytes;
   node_config.objects.read_lease = config.object_read_lease;
   node_config.objects.put_timeout = config.import_abandon;  // an abandoned put is reclaimed then
   node_config.scrub.rate_bytes = config.scrub_rate_bytes;
