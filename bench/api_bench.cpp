@@ -10,7 +10,10 @@
 //     files (target >= 0.7x).
 // Prints figures; asserts nothing.
 //
+//   - import of many 1 KiB files with --jobs 4 and 16 against --jobs 1.
+//
 //   api_bench [--seconds 3] [--clients 1,64] [--model-mib 1024] [--files 4]
+//             [--small-files 2000]
 #include <CLI/CLI.hpp>
 
 #include <fstream>
@@ -89,11 +92,14 @@ int main(int argc, char** argv) {
   double seconds = 3;
   std::vector<int> client_counts{1, 64};
   uint64_t model_mib = 1024;
-  int files = 4, rounds = 3;
+  int files = 4, rounds = 3, small_files = 2000;
   app.add_option("--seconds", seconds, "Measuring time per unary figure")->capture_default_str();
   app.add_option("--clients", client_counts, "Client thread counts")->delimiter(',');
   app.add_option("--model-mib", model_mib, "Size of the model directory")->capture_default_str();
   app.add_option("--files", files, "Files in the model directory")->capture_default_str();
+  app.add_option("--small-files", small_files, "1 KiB files in the small-file import")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   app.add_option("--rounds", rounds, "Runs per transfer figure (the best counts)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -193,13 +199,16 @@ int main(int argc, char** argv) {
   double import_s = best(
       [&](int r) {
         auto id = "default/bench-model@main#" + std::to_string(r + 1);
-        if (api::import_dir(o, model.string(), id, {}, out, err) != 0) fail("import: " + err.str());
+        api::import_args args;
+        args.dir = model.string();
+        args.id = id;
+        if (api::import_dir(o, args, out, err) != 0) fail("import: " + err.str());
       },
       [&] {});
   auto exported = dir.data / "exported";
   double export_s = best(
       [&](int) {
-        if (api::export_dir(o, "default/bench-model@main#1", exported.string(), out, err) != 0)
+        if (api::export_dir(o, "default/bench-model@main#1", exported.string(), true, out, err) != 0)
           fail("export: " + err.str());
       },
       [&] { std::filesystem::remove_all(exported); });
@@ -214,5 +223,32 @@ int main(int argc, char** argv) {
   row("", import_s, "cp -r + sha256 of files", cp_sha_s);
   row("export", export_s, "cat (from tmpfs)", cat_s);
   row("", export_s, "cat + sha256 of files", cat_sha_s);
+
+  // Many small files (a tokenizer split in pieces, a sharded index): what
+  // counts is the calls per file, so --jobs is compared with --jobs 1.
+  auto small = dir.data / "small";
+  std::filesystem::create_directories(small);
+  for (int f = 0; f < small_files; ++f)
+    std::ofstream(small / ("part-" + std::to_string(f) + ".bin"), std::ios::binary)
+        << std::string(1024, static_cast<char>('a' + f % 26)) << f;
+  std::printf("\nimport of %d files of 1 KiB, best of %d runs each\n", small_files, rounds);
+  std::printf("%-10s %10s %12s %8s\n", "jobs", "seconds", "files/s", "vs 1");
+  double one_job_s = 0;
+  int generation = 0;
+  for (unsigned jobs : {1u, 4u, 16u}) {
+    double s = best(
+        [&](int) {
+          api::import_args args;
+          args.dir = small.string();
+          args.id = "default/bench-small@main#" + std::to_string(++generation);
+          args.jobs = jobs;
+          args.quiet = true;
+          if (api::import_dir(o, args, out, err) != 0) fail("import: " + err.str());
+        },
+        [&] {});
+    if (jobs == 1) one_job_s = s;
+    std::printf("%-10s %10.2f %12.0f %7.2fx%s\n", std::to_string(jobs).c_str(), s, small_files / s,
+                one_job_s / s, jobs == 4 ? "  (the default)" : "");
+  }
   return 0;
 }

@@ -53,18 +53,18 @@ int migrate_revision(const online_options& o, const std::string& text, const mig
   auto op = c.migrate(req);
   if (!op) return fail(err, op.error(), "see `weightctl op ls` for running operations");
   if (a.wait) {
-    progress_line progress{op->total_bytes()};
+    // The "files" of a migration are its units: n/m counts those moved.
+    progress_line progress{op->total_bytes(), op->total_units()};
     v1::GetOperationRequest get;
     get.set_operation_id(op->operation_id());
     while (running(*op)) {
-      progress.show(op->processed_bytes(),
-                    fmt::format("{}/{} units", op->processed_units(), op->total_units()));
+      progress.show(op->processed_bytes(), "units moved", op->processed_units());
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       auto next = c.get_operation(get);
       if (!next) return fail(err, next.error());
       op = std::move(next);
     }
-    progress.show(op->processed_bytes(), state_name(op->state()));
+    progress.show(op->processed_bytes(), state_name(op->state()), op->processed_units());
     progress.end();
   }
   if (o.json) out << to_json(*op) << "\n";

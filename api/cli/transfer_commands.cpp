@@ -5,16 +5,21 @@
 #include <spdlog/fmt/fmt.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
-#include <iostream>
+#include <condition_variable>
 #include <fstream>
 #include <future>
+#include <iostream>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "actors/mixed_planner.hpp"
 #include "api/cli/format.hpp"
 #include "api/cli/lease_commands.hpp"
+#include "api/cli/model_directory.hpp"
 #include "api/cli/online_support.hpp"
 #include "api/cli/progress.hpp"
 #include "events/identity.hpp"
@@ -32,49 +37,125 @@ constexpr std::chrono::milliseconds kExportLeaseTtl{30'000};  // renewed every 1
 constexpr int kExitInterrupted = 130;                          // 128 + SIGINT, as shells do
 }  // namespace
 
-int import_dir(const online_options& o, const std::string& dir, const std::string& text,
-               const policy_args& policy, std::ostream& out, std::ostream& err) {
-  client c{o.connection};
-  std::optional<ev1::Policy> requested;  // none given: the daemon's default
-  if (!policy.preferred.empty() || !policy.mode.empty() || policy.mixed_hot_ratio != 0) {
-    requested.emplace();
-    auto preferred = parse_residency(policy.preferred.empty() ? "HOT" : policy.preferred, "--preferred");
-    if (!preferred) return fail(err, preferred.error());
-    requested->set_preferred_residency(*preferred);
-    requested->set_mixed_hot_ratio(policy.mixed_hot_ratio ? policy.mixed_hot_ratio : 0.5);
-    int mode = parse_enum_name(policy.mode.empty() ? "AUTO" : policy.mode, "MIGRATION_",
-                               ev1::MigrationMode_descriptor());
-    if (mode < 0) return fail(err, {errc::invalid_argument, "--mode must be AUTO, MANUAL or PINNED"});
-    requested->set_migration_mode(static_cast<ev1::MigrationMode>(mode));
+namespace {
+
+/// The policy the user asked for with --preferred/--ratio/--mode (none: the daemon's default).
+result<std::optional<ev1::Policy>> requested_policy(const policy_args& policy) {
+  if (policy.preferred.empty() && policy.mode.empty() && policy.mixed_hot_ratio == 0)
+    return std::optional<ev1::Policy>{};
+  ev1::Policy p;
+  auto preferred = parse_residency(policy.preferred.empty() ? "HOT" : policy.preferred, "--preferred");
+  if (!preferred) return preferred.error();
+  p.set_preferred_residency(*preferred);
+  p.set_mixed_hot_ratio(policy.mixed_hot_ratio ? policy.mixed_hot_ratio : 0.5);
+  int mode = parse_enum_name(policy.mode.empty() ? "AUTO" : policy.mode, "MIGRATION_",
+                             ev1::MigrationMode_descriptor());
+  if (mode < 0) return status{errc::invalid_argument, "--mode must be AUTO, MANUAL or PINNED"};
+  p.set_migration_mode(static_cast<ev1::MigrationMode>(mode));
+  return std::optional<ev1::Policy>{p};
+}
+
+/// With --resume: the IMPORTING revision `text` names (without #generation:
+/// the lineage's highest, if it is IMPORTING); none means an ordinary import.
+result<std::optional<std::pair<events::revision_key, v1::RevisionView>>> importing_revision(
+    client& c, const std::string& text) {
+  using found = std::optional<std::pair<events::revision_key, v1::RevisionView>>;
+  auto id = resolve(c, text, false);
+  if (!id) return id.error();
+  if (!id->generation) return found{};
+  v1::GetRevisionRequest get;
+  *get.mutable_id() = id->to_proto();
+  get.set_include_hidden(true);
+  auto view = c.get_revision(get);
+  if (!view) {
+    if (view.error().code() == errc::not_found) return found{};
+    return view.error();
   }
+  if (view->availability() != ev1::IMPORTING) return found{};
+  return found{std::make_pair(*id, *view)};
+}
+
+}  // namespace
+
+namespace {
+
+// The payload objects still to send, shared by the upload workers.
+struct upload_task {
+  int file;  // index into the manifest
+  int chunk;
+};
+
+// Whether `size` bytes of `file` from `offset` (one payload) are the bytes of
+// the stored object `info`, for --resume: by its sha256 when the store
+// recorded one, else by the xxh3-64 the store keeps of every object (the
+// manifest's sha256 of each file is still checked by every export).
+result<bool> stored_matches(const fs::path& file, uint64_t offset, uint64_t size,
+                            const v1::ObjectInfo& info) {
+  if (info.size() != size) return false;
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes(size, '\0');
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (!in) return status{errc::internal, "cannot read '" + file.string() + "'"};
+  if (!info.sha256().empty()) return info.sha256() == persistence::sha256_hex(bytes);
+  if (info.checksum_algorithm() == ev1::CHECKSUM_XXH3_64)
+    return info.checksum() == persistence::xxh3_hex(bytes);
+  return false;  // nothing to compare with: not known to be the same
+}
+
+}  // namespace
+
+int import_dir(const online_options& o, const import_args& t, std::ostream& out,
+               std::ostream& err) {
+  const auto& dir = t.dir;
+  const auto& text = t.id;
+  const auto& policy = t.policy;
+  if (t.jobs < 1 || t.jobs > 64)
+    return fail(err, {errc::invalid_argument, "--jobs must be 1..64"});
+  client c{o.connection};
+  auto requested = requested_policy(policy);
+  if (!requested) return fail(err, requested.error());
   auto parsed = events::parse_canonical_text(text);
   if (!parsed) return fail(err, parsed.error());
   auto id = *parsed;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return fail(err, {errc::invalid_argument, "DIR '" + dir + "' is not a directory"});
+  // Every entry is checked before anything is sent: a directory that cannot
+  // be read completely is refused, not imported in part.
+  auto walked = walk_model_directory(dir);
+  if (!walked) return fail(err, walked.error(), "nothing was uploaded");
+  const auto& files = *walked;
+  if (files.empty()) return fail(err, {errc::invalid_argument, "DIR '" + dir + "' has no files"});
+  // --resume continues the IMPORTING revision of that id (the highest
+  // generation without #generation); when there is none it is an ordinary
+  // import.
+  std::optional<v1::RevisionView> resumed;
+  if (t.resume) {
+    auto importing = importing_revision(c, text);
+    if (!importing) return fail(err, importing.error());
+    if (*importing) {
+      id = (*importing)->first;
+      resumed = (*importing)->second;
+    }
+  }
   if (!id.generation) {  // the next generation of the lineage
     auto highest = resolve(c, text, false);
     if (!highest) return fail(err, highest.error());
     id.generation = highest->generation + 1;
   }
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    return fail(err, {errc::invalid_argument, "DIR '" + dir + "' is not a directory"});
-  // Plan: every regular file, in path order, cut into payloads of <= 64 MiB.
+  // Plan: every file, in path order, cut into payloads of <= 64 MiB.
   v1::ModelManifest manifest;
   manifest.set_format("weightd.model/1");
-  std::vector<fs::path> paths;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
-    if (it->is_regular_file()) paths.push_back(it->path());
-  std::sort(paths.begin(), paths.end());
-  if (paths.empty()) return fail(err, {errc::invalid_argument, "DIR '" + dir + "' has no files"});
   auto prefix = events::manifest_key(id);
   prefix = prefix.substr(0, prefix.size() - std::string("manifest").size()) + "files/";
   uint64_t total = 0;
   std::vector<std::string> keys;
-  for (const auto& p : paths) {
+  std::vector<upload_task> tasks;
+  for (const auto& file : files) {
     auto* f = manifest.add_files();
-    f->set_path(fs::relative(p, dir).string());
-    f->set_size(fs::file_size(p));  // its sha256 is computed as it is uploaded
+    f->set_path(file.path);
+    f->set_size(file.size);  // its sha256 is computed as it is uploaded
     uint64_t parts = std::max<uint64_t>(1, (f->size() + kPayloadBytes - 1) / kPayloadBytes);
     for (uint64_t i = 0; i < parts; ++i) {
       auto* chunk = f->add_chunks();
@@ -82,18 +163,24 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
       chunk->set_offset(i * kPayloadBytes);
       chunk->set_size(std::min(kPayloadBytes, f->size() - i * kPayloadBytes));
       keys.push_back(chunk->key());
+      tasks.push_back({manifest.files_size() - 1, static_cast<int>(i)});
     }
     total += f->size();
   }
   auto group = events::payload_group_id(id);
-  v1::BeginImportRequest begin;
-  *begin.mutable_id() = id.to_proto();
-  begin.set_expected_payload_count(keys.size());
-  begin.set_expected_logical_bytes(std::max<uint64_t>(total, 1));
-  begin.set_affinity_count(static_cast<uint64_t>(manifest.files_size()));
-  if (requested) *begin.mutable_policy() = *requested;
-  auto begun = c.begin_import(begin);
-  if (!begun) return fail(err, begun.error());
+  result<v1::RevisionView> begun = status{errc::internal, "not begun"};
+  if (resumed) {
+    begun = *resumed;
+  } else {
+    v1::BeginImportRequest begin;
+    *begin.mutable_id() = id.to_proto();
+    begin.set_expected_payload_count(keys.size());
+    begin.set_expected_logical_bytes(std::max<uint64_t>(total, 1));
+    begin.set_affinity_count(static_cast<uint64_t>(manifest.files_size()));
+    if (*requested) *begin.mutable_policy() = **requested;
+    begun = c.begin_import(begin);
+    if (!begun) return fail(err, begun.error());
+  }
   // Each file (an affinity unit) goes straight to the tier its policy gives
   // it: all COLD, all HOT, or the MIXED planner's choice (SPEC §2 Spill).
   std::set<std::string> hot_files;
@@ -107,12 +194,13 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
     if (plan) hot_files.insert(plan->hot.begin(), plan->hot.end());
   }
 
+  std::mutex uploaded_mutex;
   std::vector<std::string> uploaded;
   auto abort_with = [&](const status& why) {
     v1::AbortImportRequest abort;
     *abort.mutable_id() = id.to_proto();
     abort.set_expected_metadata_generation(begun->metadata_generation());
-    for (const auto& k : uploaded) abort.add_keys_to_remove(k);
+    for (const auto& k : uploaded) abort.add_keys_to_remove(k);  // a resumed run's too
     abort.add_keys_to_remove(events::manifest_key(id));
     auto aborted = c.abort_import(abort);
     return fail(err, why,
@@ -125,18 +213,64 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
   // while the bytes upload: hashing costs as much CPU as the transfer itself.
   auto hashed = std::async(std::launch::async, [&]() -> result<std::vector<std::string>> {
     std::vector<std::string> digests;
-    for (const auto& f : manifest.files()) {
-      auto digest = persistence::digest_file(fs::path(dir) / f.path(), true);
+    for (const auto& file : files) {
+      auto digest = persistence::digest_file(file.source, true);
       if (!digest) return digest.error();
       digests.push_back(digest->sha256);
     }
     return digests;
   });
-  progress_line bar{total};
-  uint64_t done_before = 0;
-  for (int i = 0; i < manifest.files_size(); ++i) {
-    const auto& f = manifest.files(i);
-    for (const auto& chunk : f.chunks()) {
+  // --resume: a payload already stored with the same size and bytes is
+  // not sent again; one stored with other bytes stops the import untouched.
+  std::vector<bool> stored(tasks.size(), false);
+  uint64_t skipped_bytes = 0;
+  if (resumed) {
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      const auto& f = manifest.files(tasks[i].file);
+      const auto& chunk = f.chunks(tasks[i].chunk);
+      auto info = c.stat(id.tenant, chunk.key());
+      if (!info) continue;  // not stored yet
+      auto same = stored_matches(files[static_cast<size_t>(tasks[i].file)].source, chunk.offset(),
+                                 chunk.size(), *info);
+      if (!same) {
+        hashed.wait();
+        return fail(err, same.error());
+      }
+      if (!*same) {
+        hashed.wait();
+        return fail(err,
+                    {errc::conflict, "cannot resume: the stored object '" + chunk.key() +
+                                         "' differs from '" + f.path() + "' in DIR"},
+                    "the import was left as it is: `weightctl abort " +
+                        events::canonical_text(id) + "`, then import again");
+      }
+      stored[i] = true;
+      skipped_bytes += chunk.size();
+      uploaded.push_back(chunk.key());
+    }
+  }
+  // Uploads run in parallel: `jobs` workers, each with its own client, take
+  // the next payload; the first failure stops them all. A put refused
+  // because the tenant's puts in flight hold its share of the tier
+  // (RESOURCE_EXHAUSTED, --tenant-reserve-ratio) is this import's own
+  // parallelism on a small tier: it waits for one of the other uploads to
+  // finish and tries again; alone in flight, the refusal stands.
+  progress_line bar{total, static_cast<uint64_t>(files.size()), t.quiet};
+  std::atomic<size_t> next{0};
+  std::atomic<uint64_t> done{skipped_bytes};
+  std::atomic<bool> failed{false};
+  std::mutex failure_mutex;
+  status failure;
+  std::mutex flight_mutex;
+  std::condition_variable flight_ended;
+  int in_flight = 0;       // puts of this import under way
+  uint64_t released = 0;   // puts of this import that ended holding a reservation
+  auto worker = [&] {
+    client wc{o.connection};
+    for (size_t i; !failed && (i = next++) < tasks.size();) {
+      if (stored[i]) continue;
+      const auto& f = manifest.files(tasks[i].file);
+      const auto& chunk = f.chunks(tasks[i].chunk);
       v1::PutHeader h;
       h.set_tenant(id.tenant);
       h.set_key(chunk.key());
@@ -144,18 +278,63 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
       h.set_data_type(ev1::DATA_TYPE_WEIGHT);
       h.set_affinity_id(f.path());
       h.set_tier(hot_files.count(f.path()) ? ev1::TIER_HOT : ev1::TIER_COLD);
-      auto put = c.put_file(h, fs::path(dir) / f.path(), chunk.offset(), chunk.size(),
-                            [&](uint64_t d) { bar.show(done_before + d, f.path()); });
-      if (!put) {
-        bar.end();
-        hashed.wait();
-        return abort_with(put.error());
+      for (;;) {
+        uint64_t released_before;
+        {
+          std::lock_guard lock{flight_mutex};
+          ++in_flight;
+          released_before = released;
+        }
+        uint64_t sent = 0;
+        auto put = wc.put_file(h, files[static_cast<size_t>(tasks[i].file)].source,
+                               chunk.offset(), chunk.size(), [&](uint64_t d) {
+                                 bar.show(done += d - sent, f.path(),
+                                          static_cast<uint64_t>(tasks[i].file) + 1);
+                                 sent = d;
+                               });
+        done -= sent;  // counted whole below when it stands
+        bool refused = !put && put.error().code() == errc::resource_exhausted;
+        bool retry = false;
+        {
+          std::unique_lock lock{flight_mutex};
+          --in_flight;
+          if (!refused) ++released;
+          flight_ended.notify_all();
+          if (refused && (in_flight > 0 || released != released_before)) {
+            // Wait until another upload gives its reservation back.
+            flight_ended.wait(lock, [&] {
+              return failed || in_flight == 0 || released != released_before;
+            });
+            retry = !failed && released != released_before;
+          }
+        }
+        if (retry) continue;
+        if (!put) {
+          std::lock_guard lock{failure_mutex};
+          if (!failed.exchange(true)) failure = put.error();
+          std::lock_guard flight{flight_mutex};  // a waiter sees `failed` on waking
+          flight_ended.notify_all();
+          return;
+        }
+        break;
       }
+      done += chunk.size();
+      bar.show(done, f.path(), static_cast<uint64_t>(tasks[i].file) + 1);
+      std::lock_guard lock{uploaded_mutex};
       uploaded.push_back(chunk.key());
-      done_before += chunk.size();
     }
+  };
+  {
+    std::vector<std::thread> workers;
+    for (size_t j = 0; j < std::min<size_t>(t.jobs, tasks.size()); ++j)
+      workers.emplace_back(worker);
+    for (auto& w : workers) w.join();
   }
   bar.end();
+  if (failed) {
+    hashed.wait();
+    return abort_with(failure);
+  }
   auto digests = hashed.get();
   if (!digests) return abort_with(digests.error());
   for (int i = 0; i < manifest.files_size(); ++i)
@@ -167,6 +346,11 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
   mh.set_group_id(group);
   mh.set_data_type(ev1::DATA_TYPE_METADATA);
   auto put_manifest = c.put_bytes(mh, manifest_json);
+  if (!put_manifest && resumed && put_manifest.error().code() == errc::object_already_exists) {
+    // An earlier run got as far as the manifest: it stands if it is this one.
+    auto info = c.stat(id.tenant, events::manifest_key(id));
+    if (info && info->sha256() == persistence::sha256_hex(manifest_json)) put_manifest = *info;
+  }
   if (!put_manifest) return abort_with(put_manifest.error());
   v1::CommitImportRequest commit;
   *commit.mutable_id() = id.to_proto();
@@ -182,14 +366,16 @@ int import_dir(const online_options& o, const std::string& dir, const std::strin
   if (!committed) return abort_with(committed.error());
   if (o.json) out << to_json(*committed) << "\n";
   else
-    out << fmt::format("imported {}: {} files, {} payloads, {} ({})\n", events::canonical_text(id),
+    out << fmt::format("imported {}: {} files, {} payloads, {} ({}){}\n", events::canonical_text(id),
                        manifest.files_size(), keys.size(), format_bytes(total),
-                       ev1::Availability_Name(committed->availability()));
+                       ev1::Availability_Name(committed->availability()),
+                       resumed ? fmt::format("; resumed, {} already stored", format_bytes(skipped_bytes))
+                               : "");
   return 0;
 }
 
 int export_dir(const online_options& o, const std::string& text, const std::string& dir,
-               std::ostream& out, std::ostream& err) {
+               bool quiet, std::ostream& out, std::ostream& err) {
   client c{o.connection};
   auto id = resolve(c, text, true);
   if (!id) return fail(err, id.error());
@@ -218,7 +404,15 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
     return fail(err, {errc::data_loss, "the manifest of " + events::canonical_text(*id) +
                                            " is not a weightctl model manifest"});
   uint64_t total = 0;
-  for (const auto& f : manifest.files()) total += f.size();
+  for (const auto& f : manifest.files()) {
+    total += f.size();
+    // Checked before anything is written: a manifest naming a path outside
+    // DIR is refused whole, not exported in part.
+    if (!is_safe_relative_path(f.path()))
+      return fail(err, {errc::data_loss, "the manifest of " + events::canonical_text(*id) +
+                                             " names an unsafe path '" + escape_name(f.path()) +
+                                             "' (an empty, '.' or '..' segment, or absolute)"});
+  }
   // Each file is downloaded under a temporary name; its sha256 is checked on
   // a thread of its own while the next file downloads, and only a file that
   // matches the manifest is renamed into place.
@@ -246,14 +440,10 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
     }
     checks.clear();
   };
-  progress_line bar{total};
+  progress_line bar{total, static_cast<uint64_t>(manifest.files_size()), quiet};
   uint64_t done = 0;
   for (const auto& f : manifest.files()) {
     auto target = fs::path(dir) / f.path();
-    if (f.path().find("..") != std::string::npos || fs::path(f.path()).is_absolute()) {
-      discard();
-      return fail(err, {errc::data_loss, "the manifest names an unsafe path '" + f.path() + "'"});
-    }
     fs::create_directories(target.parent_path());
     auto temp = target.string() + ".weightd-partial";
     {
@@ -297,33 +487,37 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
 
 std::function<std::optional<int>()> add_transfer_commands(CLI::App& app,
                                                           const online_options& online) {
-  struct args {
-    std::string dir, id;
-    policy_args policy;
-  };
-  auto a = std::make_shared<args>();
+  auto in = std::make_shared<import_args>();
+  auto ex = std::make_shared<std::pair<std::string, std::string>>();  // id, dir
+  auto quiet = std::make_shared<bool>(false);
   auto* import_cmd = app.add_subcommand(
       "import", "Upload a model directory as a revision (payloads, manifest last, commit; "
-                "aborted on failure)");
-  import_cmd->add_option("DIR", a->dir, "The model directory")->required();
-  import_cmd->add_option("--as", a->id,
+                "aborted on failure). Symlinks are files under the link's own path");
+  import_cmd->add_option("DIR", in->dir, "The model directory")->required();
+  import_cmd->add_option("--as", in->id,
                          "The revision: [tenant:]ns/resource@revision[#generation]; without "
                          "#generation the next one")
       ->required();
-  import_cmd->add_option("--preferred", a->policy.preferred,
+  import_cmd->add_option("--preferred", in->policy.preferred,
                          "Preferred residency HOT, COLD or MIXED: files are written straight to "
                          "the tier it gives them (default: the daemon's, HOT)");
-  import_cmd->add_option("--ratio", a->policy.mixed_hot_ratio,
+  import_cmd->add_option("--ratio", in->policy.mixed_hot_ratio,
                          "MIXED: the share of bytes kept HOT, in (0,1) (default 0.5)");
-  import_cmd->add_option("--mode", a->policy.mode, "Migration mode AUTO, MANUAL or PINNED");
+  import_cmd->add_option("--mode", in->policy.mode, "Migration mode AUTO, MANUAL or PINNED");
+  import_cmd->add_option("--jobs,-j", in->jobs, "Uploads at once, 1..64")->capture_default_str();
+  import_cmd->add_flag("--resume", in->resume,
+                       "Continue an interrupted import of this id: payloads already stored with "
+                       "the same bytes (sha256, or the store's xxh3) are not sent again (none IMPORTING: an ordinary import)");
+  import_cmd->add_flag("--quiet,-q", in->quiet, "No progress on stderr");
   auto* export_cmd = app.add_subcommand(
       "export", "Download a revision into a directory, verifying every file's sha256");
-  export_cmd->add_option("ID", a->id, "The revision (without #generation: the highest READY)")
+  export_cmd->add_option("ID", ex->first, "The revision (without #generation: the highest READY)")
       ->required();
-  export_cmd->add_option("DIR", a->dir, "Where to write the files")->required();
-  return [a, import_cmd, export_cmd, &online]() -> std::optional<int> {
-    if (*import_cmd) return import_dir(online, a->dir, a->id, a->policy, std::cout, std::cerr);
-    if (*export_cmd) return export_dir(online, a->id, a->dir, std::cout, std::cerr);
+  export_cmd->add_option("DIR", ex->second, "Where to write the files")->required();
+  export_cmd->add_flag("--quiet,-q", *quiet, "No progress on stderr");
+  return [in, ex, quiet, import_cmd, export_cmd, &online]() -> std::optional<int> {
+    if (*import_cmd) return import_dir(online, *in, std::cout, std::cerr);
+    if (*export_cmd) return export_dir(online, ex->first, ex->second, *quiet, std::cout, std::cerr);
     return std::nullopt;
   };
 }

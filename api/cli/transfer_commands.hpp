@@ -18,17 +18,33 @@ namespace weightd::api {
 std::function<std::optional<int>()> add_transfer_commands(CLI::App& app,
                                                           const online_options& online);
 
-/// Uploads a model directory as a revision: every file as payload objects of
-/// at most 64 MiB (one affinity unit per file, written to the tier the
-/// policy gives it), the manifest last, then commit; on any failure the
-/// import is aborted and the uploads removed. `policy` empty = the daemon's
-/// default policy.
-int import_dir(const online_options& o, const std::string& dir, const std::string& id,
-               const policy_args& policy, std::ostream& out, std::ostream& err);
+/// What `weightctl import` is asked to do.
+struct import_args {
+  std::string dir;      // the model directory
+  std::string id;       // [tenant:]ns/resource@revision[#generation]
+  policy_args policy;   // empty: the daemon's default policy
+  unsigned jobs = 4;    // uploads at once (--jobs, 1..64)
+  bool resume = false;  // continue an IMPORTING revision of this id (--resume)
+  bool quiet = false;   // no progress on stderr
+};
+
+/// Uploads a model directory as a revision (SPEC §7): every entry checked
+/// first (walk_model_directory), then every file as payload objects of at most
+/// 64 MiB (one affinity unit per file, written to the tier the policy gives
+/// it) by `jobs` uploads at once, the manifest last, then commit; on any
+/// failure the import is aborted and the uploads removed. With `resume` an
+/// IMPORTING revision of the id continues: payloads already stored with the
+/// same size and bytes (the stored sha256, else the store's xxh3-64) are not sent again (one that differs stops the import,
+/// which is left IMPORTING for `weightctl abort`); without one it is an
+/// ordinary import.
+int import_dir(const online_options& o, const import_args& args, std::ostream& out,
+               std::ostream& err);
 
 /// Downloads a revision into `dir`, verifying every file's sha256; files are
 /// written under a temporary name and renamed when complete.
-int export_dir(const online_options& o, const std::string& id, const std::string& dir,
+/// A manifest naming an unsafe path (is_safe_relative_path) is refused
+/// before anything is written. `quiet`: no progress on stderr.
+int export_dir(const online_options& o, const std::string& id, const std::string& dir, bool quiet,
                std::ostream& out, std::ostream& err);
 
 }  // namespace weightd::api
