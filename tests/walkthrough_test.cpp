@@ -19,7 +19,7 @@ TEST_CASE("walkthrough: import, ls, export byte-identical, rm, verify") {
   write_file(model / "tokenizer" / "vocab.bin", pattern(50000, 2));
   running_daemon d{dir.path() / "var"};
 
-  auto imported = d.ctl("import " + model.string() + " --as default/tiny-llm@main");
+  auto imported = d.ctl("import " + model.string() + " --as default/tiny-llm@main --quiet");
   REQUIRE_MESSAGE(imported.exit_code == 0, imported.output);
   CHECK(imported.output.find("imported default/tiny-llm@main#1: 3 files, 4 payloads") == 0);
   auto ls = d.ctl("ls");
