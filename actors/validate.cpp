@@ -10,6 +10,17 @@ status check_key(const char* field, const std::string& key) {
   return {};
 }
 
+status check_request_id(const std::string& request_id) {
+  if (request_id.size() > kMaxRequestIdBytes)
+    return {errc::invalid_argument, "request_id has " + std::to_string(request_id.size()) +
+                                        " characters; the limit is 128"};
+  for (char c : request_id)
+    if (c < 0x21 || c > 0x7e)
+      return {errc::invalid_argument,
+              "request_id may hold only printable ASCII characters, no spaces"};
+  return {};
+}
+
 status check_hex(const char* field, const std::string& value, size_t digits) {
   bool ok = value.size() == digits;
   for (char c : value) ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));

@@ -82,7 +82,11 @@ int main(int argc, char** argv) {
 
   scratch dir("weightd-stream-bench");
   daemon_process daemon(dir);
-  api::client client({daemon.address, std::chrono::milliseconds{5'000}, 1});
+  api::client_options options;
+  options.address = daemon.address;
+  options.deadline = std::chrono::milliseconds{5'000};
+  options.attempts = 1;
+  api::client client(options);
   bool up = false;
   for (int i = 0; i < 200 && !up; ++i) {
     up = client.server_status().ok();

@@ -16,6 +16,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+api::client_options client_at(const std::string& address) {
+  api::client_options o;
+  o.address = address;
+  return o;
+}
+
 bool has(const std::string& text, const std::string& what) {
   return text.find(what) != std::string::npos;
 }
@@ -160,7 +166,7 @@ TEST_CASE("import --resume: payloads already stored are not sent again, the rest
   write_file(dir.path() / "model" / "b.bin", pattern(6000, 11));
   running_daemon d{dir.path() / "var"};
   // An interrupted import: begun, a.bin stored, nothing else.
-  api::client c{{d.address}};
+  api::client c{client_at(d.address)};
   events::revision_key id{"default", "default", "m", "main", 1};
   v1::BeginImportRequest begin;
   *begin.mutable_id() = id.to_proto();
@@ -223,7 +229,7 @@ TEST_CASE("import --resume: a stored object with other bytes stops the import, l
   temp_dir dir;
   write_file(dir.path() / "model" / "a.bin", pattern(4000, 12));
   running_daemon d{dir.path() / "var"};
-  api::client c{{d.address}};
+  api::client c{client_at(d.address)};
   begin_import(c, 1, 4000);
   REQUIRE(c.put_bytes(payload_header("weights/default/m/main/1/files/a.bin", "a.bin"),
                       std::string(4000, 'x')));  // the same size, other bytes
@@ -243,7 +249,7 @@ TEST_CASE("import --resume: a stored object with other bytes stops the import, l
 TEST_CASE("export: a manifest naming an unsafe path is refused naming it, and nothing is written") {
   temp_dir dir;
   running_daemon d{dir.path() / "var"};
-  api::client c{{d.address}};
+  api::client c{client_at(d.address)};
   auto metadata_generation = begin_import(c, 1, 100);
   auto key = std::string("weights/default/m/main/1/files/x");
   REQUIRE(c.put_bytes(payload_header(key, "x"), pattern(100, 14)));

@@ -147,6 +147,51 @@ TEST_CASE("daemon log: import, abort, revoke and remove are one info line each n
   CHECK(again.lines_with({" rev="}).empty());
 }
 
+TEST_CASE("daemon log: every change weightctl makes names its request id, --request-id or a "
+          "weightctl-<16 hex digits> of its own per command, and the journal keeps it") {
+  temp_dir dir;
+  write_file(dir.path() / "model" / "a.bin", pattern(1000, 1));
+  logged_daemon d{dir.path() / "var", dir.path() / "weightd.log"};
+  auto model = (dir.path() / "model").string();
+  auto named = d.ctl("import " + model + " --as default/named@main --quiet --request-id ci-job-42");
+  REQUIRE_MESSAGE(named.exit_code == 0, named.output);
+  CHECK(d.await({" info import begun rev=default/named@main#1 ", "request=\"ci-job-42\""}) == 1);
+  CHECK(d.await({" info import committed rev=default/named@main#1 ", "request=\"ci-job-42\""}) == 1);
+
+  auto own = d.ctl("import " + model + " --as default/own@main --quiet");
+  REQUIRE_MESSAGE(own.exit_code == 0, own.output);
+  REQUIRE(d.await({" info import committed rev=default/own@main#1 "}) == 1);
+  std::smatch m;
+  auto committed = d.lines_with({" info import committed rev=default/own@main#1 "}).front();
+  REQUIRE_MESSAGE(std::regex_search(committed, m, std::regex{"request=\"(weightctl-[0-9a-f]{16})\""}),
+                  committed);
+  std::string generated = m[1];
+  // One id for the whole command: its BeginImport carried the same one.
+  CHECK(d.lines_with({" info import begun rev=default/own@main#1 ", generated}).size() == 1);
+  auto again = d.ctl("import " + model + " --as default/own@main --quiet");
+  REQUIRE(again.exit_code == 0);
+  REQUIRE(d.await({" info import committed rev=default/own@main#2 "}) == 1);
+  CHECK(d.lines_with({" info import committed rev=default/own@main#2 ", generated}).empty());
+
+  // Too long, or with a space: refused naming the field, and nothing begun.
+  auto too_long = d.ctl("import " + model + " --as default/refused@main --quiet --request-id " +
+                        std::string(129, 'r'));
+  CHECK(too_long.exit_code == 2);
+  CHECK(too_long.output.find("request_id has 129 characters; the limit is 128") != std::string::npos);
+  auto spaced = d.ctl("rm default/named@main --request-id 'a b'");
+  CHECK(spaced.exit_code == 2);
+  CHECK(spaced.output.find("request_id may hold only printable ASCII") != std::string::npos);
+  CHECK(d.ctl("show default/refused@main").exit_code == 3);  // NOT_FOUND: nothing begun
+  CHECK(d.ctl("show default/named@main").output.find("READY") != std::string::npos);
+  REQUIRE(d.stop() == 0);
+
+  // The journal's envelopes keep it (weightctl history, offline).
+  auto history = run_command(std::string{WEIGHTD_WEIGHTCTL} + " history default/named@main --data-dir " +
+                             (dir.path() / "var").string());
+  CHECK(history.output.find("import_committed") != std::string::npos);
+  CHECK(history.output.find(" ci-job-42\n") != std::string::npos);  // the request id column
+}
+
 TEST_CASE("daemon log: an import idle past --import-abandon is one info line with the abandon "
           "reason") {
   temp_dir dir;

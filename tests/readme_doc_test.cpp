@@ -139,10 +139,12 @@ std::string normalize(std::string s, const addresses& a) {
   static const std::regex relative{R"(\((in [0-9.]+ [a-z]+|[0-9.]+ [a-z]+ ago|now)\))"};
   static const std::regex peer{R"(ipv4:127\.0\.0\.1:[0-9]+)"};
   static const std::regex startup{R"(startup_seconds=[0-9.]+)"};
+  static const std::regex request_id{R"(weightctl-[0-9a-f]{16})"};  // one per command
   s = std::regex_replace(s, utc, "<UTC>");
   s = std::regex_replace(s, relative, "(<relative>)");
   s = std::regex_replace(s, peer, "ipv4:127.0.0.1:<port>");
   s = std::regex_replace(s, startup, "startup_seconds=<s>");
+  s = std::regex_replace(s, request_id, "weightctl-<id>");
   auto replace_all = [&](const std::string& from, const std::string& to) {
     if (from.empty()) return;
     for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size())

@@ -304,9 +304,10 @@ int revision_history(const journal_location& where, const history_args& args, st
                        {"principal", e.principal()},
                        {"request_id", e.request_id()}});
     } else {
-      out << fmt::format("#{:<8} {}  {:<22} gen {:<4} {}{}\n", e.global_seq(),
+      out << fmt::format("#{:<8} {}  {:<22} gen {:<4} {:<22} {}{}\n", e.global_seq(),
                          events::utc_text(e.timestamp_ms()), events::event_type_name(e), generation,
                          e.principal().empty() ? "-" : e.principal(),
+                         e.request_id().empty() ? "-" : e.request_id(),
                          applied.ok() ? "" : "  (" + applied.message() + ")");
     }
     return true;

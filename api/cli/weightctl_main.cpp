@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tenant", online.tenant, "Tenant")->envname("WEIGHTD_TENANT")->capture_default_str();
   app.add_flag("--json", json, "Print JSON");
+  app.add_option("--request-id", online.connection.request_id,
+                 "The id the daemon logs and records in the journal for this command's changes "
+                 "(default: weightctl-<16 random hex digits>)");
 
   // import, export (api/cli/transfer_commands.cpp)
   auto run_transfer = add_transfer_commands(app, online);
@@ -185,6 +188,8 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitUsage;
   }
   online.json = json;
+  if (online.connection.request_id.empty())
+    online.connection.request_id = new_request_id("weightctl");
   name_daemon_address(online.connection.address);
   uint64_t ttl_ms = 0, drain_ms = 0;
   if (*acquire_cmd || *renew_cmd) {

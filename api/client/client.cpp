@@ -1,7 +1,11 @@
 #include "api/client/client.hpp"
 
+#include <fmt/format.h>
+
 #include <fstream>
+#include <random>
 #include <thread>
+#include <type_traits>
 
 #include "api/common/grpc_status.hpp"
 #include "api/common/wire.hpp"
@@ -38,8 +42,39 @@ result<Resp> client::unary(Fn call) {
   }
 }
 
+namespace {
+
+template <class Req, class = void>
+struct has_request_id : std::false_type {};
+template <class Req>
+struct has_request_id<Req, std::void_t<decltype(std::declval<Req&>().set_request_id(""))>>
+    : std::true_type {};
+
+/// `req`, with the client's request id when it names none of its own.
+template <class Req>
+Req stamped(const Req& req, const std::string& request_id) {
+  if constexpr (has_request_id<Req>::value) {
+    if (req.request_id().empty() && !request_id.empty()) {
+      Req copy = req;
+      copy.set_request_id(request_id);
+      return copy;
+    }
+  }
+  return req;
+}
+
+}  // namespace
+
+std::string new_request_id(const std::string& prefix) {
+  std::random_device entropy;
+  uint64_t bits = (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
+  return fmt::format("{}-{:016x}", prefix, bits);
+}
+
 #define WEIGHTD_UNARY(stub, method, Resp, req)                                         \
-  unary<Resp>([&](grpc::ClientContext* ctx, Resp* resp) { return stub->method(ctx, req, resp); })
+  unary<Resp>([&, sent = stamped(req, options_.request_id)](grpc::ClientContext* ctx, Resp* resp) { \
+    return stub->method(ctx, sent, resp);                                             \
+  })
 
 result<v1::RevisionView> client::begin_import(const v1::BeginImportRequest& r) {
   return WEIGHTD_UNARY(weights_, BeginImport, v1::RevisionView, r);

@@ -20,7 +20,14 @@ struct client_options {
   std::string address = "127.0.0.1:7070";
   std::chrono::milliseconds deadline{30'000};  // per call (streams: per 4 MiB chunk)
   int attempts = 3;                             // transport failures are retried
+  // Stamped on every request that has a request_id field and none of its
+  // own, so the daemon's log lines and the journal's envelopes name the
+  // command that caused them ("" = none).
+  std::string request_id;
 };
+
+/// A request id no other command will have: "<prefix>-" and 16 hex digits.
+std::string new_request_id(const std::string& prefix);
 
 /// Called with bytes done after each chunk of a transfer.
 using progress_fn = std::function<void(uint64_t bytes_done)>;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "actors/errors.hpp"
+#include "actors/validate.hpp"
 #include "api/server/convert.hpp"
 #include "api/common/grpc_status.hpp"
 #include "api/server/metrics.hpp"
@@ -164,7 +165,10 @@ class weight_service final : public v1::WeightService::CallbackService {
   ServerUnaryReactor* command(CallbackServerContext* ctx, const Request& req, Fill fill) {
     auto cmd = from_proto(req);
     if (!cmd) return reject(ctx, cmd.error());
-    if constexpr (is_mutation<std::decay_t<decltype(*cmd)>>::value) cmd->principal = ctx->peer();
+    if constexpr (is_mutation<std::decay_t<decltype(*cmd)>>::value) {
+      if (auto st = actors::check_request_id(cmd->request_id); !st.ok()) return reject(ctx, st);
+      cmd->principal = ctx->peer();
+    }
     return unary<Reply>(sys_, timeout_, ctx, registry_, fill, std::move(*cmd));
   }
 
