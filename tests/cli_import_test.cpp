@@ -28,6 +28,17 @@ bool has(const std::string& text, const std::string& what) {
 
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
+/// Imports dir/model as default/m@main, expecting a refusal before any upload:
+/// a non-zero exit, the output naming `named`, and no object stored. Returns
+/// the output for the caller's own checks.
+std::string refused_before_upload(running_daemon& d, const fs::path& dir, const std::string& named) {
+  auto refused = d.ctl("import " + quoted(dir / "model") + " --as default/m@main");
+  CHECK(refused.exit_code != 0);
+  CHECK(has(refused.output, named));
+  CHECK_FALSE(has(d.ctl("obj ls weights/").output, "a.bin"));
+  return refused.output;
+}
+
 }  // namespace
 
 TEST_CASE("import: a Hugging Face cache snapshot is stored under the links' own paths and exports") {
@@ -74,11 +85,8 @@ TEST_CASE("import: a dangling symlink aborts the import naming the path before a
   fs::create_symlink("missing.bin", dir.path() / "model" / "gone.bin");
   running_daemon d{dir.path() / "var"};
 
-  auto refused = d.ctl("import " + quoted(dir.path() / "model") + " --as default/m@main");
-  CHECK(refused.exit_code != 0);
-  CHECK(has(refused.output, (dir.path() / "model" / "gone.bin").string()));
-  CHECK(has(refused.output, "No such file or directory"));
-  CHECK_FALSE(has(d.ctl("obj ls weights/").output, "a.bin"));
+  auto refused = refused_before_upload(d, dir.path(), (dir.path() / "model" / "gone.bin").string());
+  CHECK(has(refused, "No such file or directory"));
   // Nothing was begun: the repaired directory is generation 1.
   fs::remove(dir.path() / "model" / "gone.bin");
   auto imported = d.ctl("import " + quoted(dir.path() / "model") + " --as default/m@main");
@@ -92,10 +100,7 @@ TEST_CASE("import: an entry that is not a file (a FIFO) or cannot be opened abor
   REQUIRE(mkfifo((dir.path() / "model" / "pipe").c_str(), 0600) == 0);
   running_daemon d{dir.path() / "var"};
 
-  auto refused = d.ctl("import " + quoted(dir.path() / "model") + " --as default/m@main");
-  CHECK(refused.exit_code != 0);
-  CHECK(has(refused.output, (dir.path() / "model" / "pipe").string()));
-  CHECK_FALSE(has(d.ctl("obj ls weights/").output, "a.bin"));
+  refused_before_upload(d, dir.path(), (dir.path() / "model" / "pipe").string());
   fs::remove(dir.path() / "model" / "pipe");
 
   if (geteuid() != 0) {  // root reads a mode-000 directory anyway
@@ -128,11 +133,8 @@ TEST_CASE("import: a file name that is not UTF-8 is refused naming it with the b
   write_file(dir.path() / "model" / "bad\xff.bin", pattern(100, 9));
   running_daemon d{dir.path() / "var"};
 
-  auto refused = d.ctl("import " + quoted(dir.path() / "model") + " --as default/m@main");
-  CHECK(refused.exit_code != 0);
-  CHECK(has(refused.output, "bad\\xFF.bin"));
-  CHECK(has(refused.output, "UTF-8"));
-  CHECK_FALSE(has(d.ctl("obj ls weights/").output, "a.bin"));
+  auto refused = refused_before_upload(d, dir.path(), "bad\\xFF.bin");
+  CHECK(has(refused, "UTF-8"));
 }
 
 TEST_CASE("import: --jobs outside 1..64 is refused naming the flag; 2 000 small files import in parallel") {
