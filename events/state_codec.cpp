@@ -1,5 +1,7 @@
 #include "events/state_codec.hpp"
 
+#include <cmath>
+
 #include "events/identity.hpp"
 #include "events/upcast.hpp"
 
@@ -153,6 +155,10 @@ result<store_state> decode_state(std::string_view bytes) {
   return s;
 }
 
+namespace {
+bool is_fraction(double x) { return std::isfinite(x) && x >= 0 && x <= 1; }
+}  // namespace
+
 status check_snapshot(const store_state& state) {
   auto bad = [](const std::string& what) {
     return status{errc::data_loss, "the snapshot is inconsistent: " + what};
@@ -167,6 +173,9 @@ status check_snapshot(const store_state& state) {
       return bad(name + " has residency " + std::to_string(r.residency));
     if (!v1::Residency_IsValid(r.policy.preferred) || !v1::MigrationMode_IsValid(r.policy.mode))
       return bad(name + " has a policy out of range");
+    // A ratio is a fraction; a NaN would even make the state unequal to itself.
+    if (!is_fraction(r.observed_hot_ratio) || !is_fraction(r.policy.mixed_hot_ratio))
+      return bad(name + " has a hot ratio outside [0, 1]");
     if (auto st = check_invariants(r, index); !st.ok()) return bad(st.message());
     if (!r.payload_group_id.empty() && r.payload_group_id != payload_group_id(r.id))
       return bad(name + " has the non-canonical group id '" + r.payload_group_id + "'");
@@ -187,6 +196,7 @@ status check_snapshot(const store_state& state) {
     if (!v1::OperationKind_IsValid(op.kind) || op.kind == v1::OPERATION_KIND_UNSPECIFIED)
       return bad(name + " has kind " + std::to_string(op.kind));
     if (!v1::Residency_IsValid(op.target)) return bad(name + " has target " + std::to_string(op.target));
+    if (!is_fraction(op.target_hot_ratio)) return bad(name + " has a hot ratio outside [0, 1]");
     const auto* r = index.find(op.revision);
     if (!r) return bad(name + " belongs to no revision");
     if (op.state == operation_state::running &&

@@ -1,6 +1,8 @@
 // Whole-state snapshots: a fold from a snapshot equals a fold of every event.
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <functional>
 
 #include "events/identity.hpp"
@@ -144,6 +146,20 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with a non-canonical group i
   check_skipped(*this, [&](events::store_state& s) {
     s.revisions.revisions.at(id("a")).payload_group_id = "weight:elsewhere";
   }, "non-canonical group id");
+}
+
+TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with a NaN hot ratio is skipped") {
+  // Found by fuzz_snapshot: a NaN ratio passed the checks, and a state with
+  // a NaN is not even equal to itself.
+  check_skipped(*this, [&](events::store_state& s) {
+    s.revisions.revisions.at(id("a")).observed_hot_ratio = std::numeric_limits<double>::quiet_NaN();
+  }, "hot ratio outside [0, 1]");
+}
+
+TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with an operation whose target hot ratio is outside [0, 1] is skipped") {
+  check_skipped(*this, [](events::store_state& s) {
+    s.revisions.operations.begin()->second.target_hot_ratio = 2.5;
+  }, "hot ratio outside [0, 1]");
 }
 
 TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one whose last lease id is below a live lease is skipped") {
