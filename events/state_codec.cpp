@@ -96,6 +96,10 @@ result<store_state> decode_state(std::string_view bytes) {
   s.last_event_ms = in.last_event_ms();
   for (const auto& p : in.objects()) {
     auto o = object_record::metadata_of(p);
+    // Each entry once: a repeated one would count its bytes and group twice.
+    if (s.objects.objects.count(o.ref))
+      return status{errc::data_loss, "the state snapshot lists object '" + o.ref.key +
+                                         "' (tenant " + o.ref.tenant + ") twice"};
     o.created_at_ms = p.created_at_ms();
     o.hot = p.hot();
     o.cold = p.cold();
@@ -107,6 +111,9 @@ result<store_state> decode_state(std::string_view bytes) {
   for (const auto& p : in.revisions()) {
     revision_record r;
     r.id = revision_key::from_proto(p.id());
+    if (s.revisions.revisions.count(r.id))
+      return status{errc::data_loss,
+                    "the state snapshot lists revision " + canonical_text(r.id) + " twice"};
     r.availability = p.availability();
     r.residency = p.residency();
     r.policy = policy::from_proto(p.policy());
@@ -133,6 +140,9 @@ result<store_state> decode_state(std::string_view bytes) {
   for (const auto& p : in.operations()) {
     operation_record o;
     o.id = p.id();
+    if (s.revisions.operations.count(o.id))
+      return status{errc::data_loss,
+                    "the state snapshot lists operation " + std::to_string(o.id) + " twice"};
     o.revision = revision_key::from_proto(p.revision());
     o.kind = p.kind();
     o.target = p.target();

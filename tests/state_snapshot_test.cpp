@@ -51,6 +51,25 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: the state survives encode and de
   CHECK(events::decode_state("not a snapshot").error().code() == errc::data_loss);
 }
 
+TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one that lists an object, revision or operation twice does not decode") {
+  // Found by fuzz_snapshot: a repeated object counted its group twice.
+  build_history(*this);
+  v1::StateSnapshot good;
+  REQUIRE(good.ParseFromString(events::encode_state(full_fold(*memory))));
+  auto twice = [&](auto&& repeat, const std::string& named) {
+    auto bad = good;
+    repeat(bad);
+    auto decoded = events::decode_state(bad.SerializeAsString());
+    REQUIRE_FALSE(decoded.ok());
+    CHECK(decoded.error().code() == errc::data_loss);
+    CHECK_MESSAGE(decoded.error().message().find(named) != std::string::npos,
+                  decoded.error().message());
+  };
+  twice([](v1::StateSnapshot& s) { *s.add_objects() = s.objects(0); }, "twice");
+  twice([](v1::StateSnapshot& s) { *s.add_revisions() = s.revisions(0); }, "twice");
+  twice([](v1::StateSnapshot& s) { *s.add_operations() = s.operations(0); }, "twice");
+}
+
 TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: a fold from a snapshot equals a fold of every event") {
   ready(id("before-snapshot"), 2, 100);
   auto seq = persistence::write_state_snapshot(*memory);
