@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ using allocate_atom = caf::atom_constant<caf::atom("allocate")>;
 using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
 using damaged_atom = caf::atom_constant<caf::atom("damaged")>;
 using scrub_atom = caf::atom_constant<caf::atom("scrub")>;
+using history_atom = caf::atom_constant<caf::atom("history")>;
+using watch_atom = caf::atom_constant<caf::atom("watch")>;
+using local_atom = caf::atom_constant<caf::atom("local")>;
 
 // ------------------------------------------------------------- messages
 
@@ -385,6 +389,70 @@ struct lease_list {
   std::vector<lease_view> leases;  // live ones, by id
 };
 
+// ------------------------------------------------ history, watch, local reads
+// SPEC §4 History, Watch, Local reads.
+
+/// History: a page of one revision's events, from its stream.
+struct history_query {
+  events::revision_key id;
+  uint64_t after_stream_seq = 0;  // 0 = from its first event
+  uint32_t limit = 0;             // 0 = 100, at most 1000
+};
+
+struct history_page {
+  std::vector<events::v1::Envelope> events;
+  uint64_t next_after = 0;  // the last stream seq shown; 0 after the last event
+};
+
+/// OpenLocal: the revision's replica files, under a live lease of it.
+struct open_local {
+  events::revision_key id;
+  uint64_t lease_id = 0;
+};
+
+/// Where one object's bytes are on this host (the best replica: HOT first).
+struct local_file {
+  std::string key;
+  std::string path;
+  uint64_t size = 0;
+  events::v1::ChecksumAlgorithm checksum_algorithm = events::v1::CHECKSUM_XXH3_64;
+  std::string checksum, sha256;
+  events::v1::Tier tier = events::v1::TIER_HOT;
+};
+
+struct local_listing {
+  events::revision_key id;
+  std::vector<local_file> payloads;  // in the revision's payload key order
+  local_file manifest;
+};
+
+/// A watcher as the journal reader sees it (the gRPC stream implements it):
+/// the reader hands it the next events matching its filter, and the watcher
+/// asks for more (watch_atom) only once it has written them — so a slow
+/// watcher holds one batch, never more, and never holds up a writer.
+class watch_sink {
+ public:
+  virtual ~watch_sink() = default;
+  /// Events in seq order, all with global_seq >= the position asked for.
+  /// Called on the reader's thread; returns false when the watcher is gone.
+  virtual bool deliver(std::vector<events::v1::Envelope> batch) = 0;
+  /// The watch cannot go on (its position is no longer retained, the journal
+  /// cannot be read); the stream ends with this error.
+  virtual void fail(const status& why) = 0;
+};
+
+struct watch_filter {
+  std::string stream_prefix;       // "" = every stream
+  std::vector<std::string> types;  // catalog names (event_type.hpp); empty = all
+};
+
+/// One pull of a watcher: the next events from `from_seq` (inclusive).
+struct watch_pull {
+  std::shared_ptr<watch_sink> sink;
+  uint64_t from_seq = 1;
+  watch_filter filter;
+};
+
 // ------------------------------------------------------------- interfaces
 
 /// The journal writer: the only appender of the journal. Group commit: every
@@ -471,8 +539,23 @@ using object_store_actor = caf::typed_actor<
     // Hands over the groups damaged since the last call (the registry's
     // reconciler round ticks their revisions).
     caf::replies_to<damaged_atom>::with<damaged_groups>,
+    // Local reads (tenant, keys): the best replica file of each key, HOT
+    // first, in the order asked; no read lease (the revision's lease protects).
+    caf::replies_to<local_atom, std::string, std::vector<std::string>>::with<
+        std::vector<local_file>>,
     // Usage, counters.
     caf::replies_to<stats_atom>::with<store_stats>>;
+
+/// Reads the journal for History and Watch on a thread of its own (LMDB
+/// reads never wait for the writer; they do touch the disk).
+using journal_reader_actor = caf::typed_actor<
+    // History: a page of the revision's stream; NOT_FOUND when it has none.
+    caf::replies_to<history_atom, history_query>::with<history_page>,
+    // Watch: hands the sink the next events from the position, at once when
+    // the journal has them, else as soon as a commit brings some.
+    caf::reacts_to<watch_atom, watch_pull>,
+    // Looks for commits that parked watchers wait for; the reader ticks itself.
+    caf::reacts_to<caf::tick_atom>>;
 
 /// Whoever wants a revision's new view after every change (the registry).
 using revision_listener = caf::typed_actor<
@@ -503,6 +586,9 @@ using revision_commands = caf::typed_actor<
     caf::replies_to<revoke_lease>::with<lease_view>,
     // ListLeases: the revision's live leases.
     caf::replies_to<list_leases>::with<lease_list>,
+    // OpenLocal: the replica files of a READY/DEGRADED revision, only under
+    // one of its live leases (SPEC §4 Local reads).
+    caf::replies_to<open_local>::with<local_listing>,
     // Migrate: starts (or returns) the operation moving the revision to a target.
     caf::replies_to<migrate_revision>::with<events::operation_record>,
     // GetOperation: an operation of the revision, terminal ones too.
@@ -576,6 +662,12 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::revoke_lease)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::list_leases)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::lease_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::lease_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::history_query)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::history_page)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::open_local)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::local_listing)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::watch_pull)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<weightd::actors::local_file>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::migrate_revision)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::get_operation)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::cancel_operation)

@@ -141,11 +141,13 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   reconciler.high_watermark = config.objects.high_watermark;  // one pair of watermarks
   reconciler.eviction_ratio = config.objects.eviction_ratio;
   n->registry_ = spawn_registry(sys, n->recovered_.revisions, deps, reconciler);
+  n->reader_ = spawn_journal_reader(sys, backend, n->journal_, config.reader, config.detached);
   std::vector<std::pair<std::string, caf::actor>> core{
       {"the journal writer", caf::actor_cast<caf::actor>(n->journal_)},
       {"the snapshotter", caf::actor_cast<caf::actor>(n->snapshotter_)},
       {"the object store", caf::actor_cast<caf::actor>(n->objects_)},
-      {"the registry", caf::actor_cast<caf::actor>(n->registry_)}};
+      {"the registry", caf::actor_cast<caf::actor>(n->registry_)},
+      {"the journal reader", caf::actor_cast<caf::actor>(n->reader_)}};
   for (size_t i = 0; i < n->io_.size(); ++i)
     core.push_back({"I/O worker " + std::to_string(i), caf::actor_cast<caf::actor>(n->io_[i])});
   if (n->scrubber_) core.push_back({"the scrubber", caf::actor_cast<caf::actor>(n->scrubber_)});
@@ -161,6 +163,7 @@ void node::stop() {
   caf::anon_send_exit(watchdog_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(registry_, caf::exit_reason::user_shutdown);
   if (scrubber_) caf::anon_send_exit(scrubber_, caf::exit_reason::user_shutdown);
+  if (reader_) caf::anon_send_exit(reader_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(objects_, caf::exit_reason::user_shutdown);
   for (auto& io : io_) caf::anon_send_exit(io, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(journal_, caf::exit_reason::user_shutdown);

@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "actors/journal_reader.hpp"
 #include "actors/object_recovery.hpp"
 #include "actors/object_store.hpp"
 #include "actors/registry.hpp"
@@ -34,6 +35,7 @@ struct node_config {
   reconciler_config reconciler;
   migration_limits migration;  // one operation round: 64 members, 1 GiB
   scrubber_config scrub;        // rate 0 = no scrub
+  journal_reader_config reader;  // History and Watch
   // Called (on a CAF thread) when a core actor stopped while the node runs
   // (watchdog.hpp); weightd exits non-zero then. Unset: only logged.
   std::function<void(const std::string&)> on_failure;
@@ -54,6 +56,7 @@ class node {
   registry_actor registry() const { return registry_; }
   snapshotter_actor snapshotter() const { return snapshotter_; }
   scrubber_actor scrubber() const { return scrubber_; }  // null when the scrub is off
+  journal_reader_actor reader() const { return reader_; }
   /// Whether every core actor runs (watchdog.hpp).
   const node_health& health() const { return *health_; }
   std::shared_ptr<persistence::journal_backend> backend() const { return backend_; }
@@ -75,6 +78,7 @@ class node {
   registry_actor registry_;
   snapshotter_actor snapshotter_;
   scrubber_actor scrubber_;
+  journal_reader_actor reader_;
   caf::actor watchdog_;
   std::shared_ptr<node_health> health_ = std::make_shared<node_health>();
   std::vector<int> locks_;  // flock'ed files of the directories this node owns

@@ -739,6 +739,31 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
           grant.path = st.files.of(grant.tier).object_path(ref).string();
           return grant;
         },
+        [=](local_atom, std::string& tenant,
+            std::vector<std::string>& keys) -> caf::result<std::vector<local_file>> {
+          auto& st = self->state;
+          std::vector<local_file> out;
+          out.reserve(keys.size());
+          for (const auto& key : keys) {
+            auto found = lookup(st, tenant, key);
+            if (!found) return to_error(found.error());
+            const auto* r = *found;
+            object_ref ref{tenant, key};
+            if (!r->readable())
+              return to_error({errc::not_ready, describe(ref) + " has no readable replica"});
+            bool hot = r->hot && !(st.busy.count(ref) && r->cold);  // as Get: a HOT drop may run
+            local_file f;
+            f.key = key;
+            f.tier = hot ? v1::TIER_HOT : v1::TIER_COLD;
+            f.path = std::filesystem::absolute(st.files.of(f.tier).object_path(ref)).string();
+            f.size = r->size;
+            f.checksum_algorithm = r->checksum_algorithm;
+            f.checksum = r->checksum;
+            f.sha256 = r->sha256;
+            out.push_back(std::move(f));
+          }
+          return out;
+        },
         [=](stat_atom, std::string& tenant, std::string& key) -> caf::result<object_info> {
           auto found = lookup(self->state, tenant, key);
           if (!found) return to_error(found.error());

@@ -66,6 +66,17 @@ caf::result<Reply> route(reg_pointer self, Command& cmd) {
   return self->delegate(actor_for(self, cmd.id), std::move(cmd));
 }
 
+/// A read of one revision: NOT_FOUND when the registry never saw it (no
+/// actor is spawned for a mere lookup), else routed like a command.
+template <class Reply, class Command>
+caf::result<Reply> route_known(reg_pointer self, Command& cmd) {
+  auto checked = events::checked_revision_key(cmd.id.to_proto());
+  if (checked && !self->state.views.count(*checked))
+    return to_error({errc::not_found,
+                     "revision " + events::canonical_text(*checked) + " does not exist"});
+  return route<Reply>(self, cmd);
+}
+
 /// Keeps the view of a revision and the lease ids it holds.
 void learn(reg_pointer self, revision_view view) {
   auto& st = self->state;
@@ -252,13 +263,7 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
         [=](abort_import& cmd) { return route<removal_result>(self, cmd); },
         [=](update_policy& cmd) { return route<revision_view>(self, cmd); },
         [=](remove_revision& cmd) { return route<removal_result>(self, cmd); },
-        [=](get_revision& cmd) -> caf::result<revision_view> {
-          auto checked = events::checked_revision_key(cmd.id.to_proto());
-          if (checked && !self->state.views.count(*checked))  // no actor for a mere lookup
-            return to_error({errc::not_found, "revision " + events::canonical_text(*checked) +
-                                                  " does not exist"});
-          return route<revision_view>(self, cmd);
-        },
+        [=](get_revision& cmd) { return route_known<revision_view>(self, cmd); },
         [=](list_revisions& q) { return list(self, q); },
         [=](stats_atom) {
           registry_stats out;
@@ -309,13 +314,8 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
                              "lease " + std::to_string(id) + " is not live (it has ended)"});
           });
         },
-        [=](list_leases& cmd) -> caf::result<lease_list> {
-          auto checked = events::checked_revision_key(cmd.id.to_proto());
-          if (checked && !self->state.views.count(*checked))
-            return to_error({errc::not_found, "revision " + events::canonical_text(*checked) +
-                                                  " does not exist"});
-          return route<lease_list>(self, cmd);
-        },
+        [=](open_local& cmd) { return route_known<local_listing>(self, cmd); },
+        [=](list_leases& cmd) { return route_known<lease_list>(self, cmd); },
         [=](caf::tick_atom) {
           reconcile_round(self, false, nullptr);
           self->delayed_send(self, self->state.reconciler.interval, caf::tick_atom::value);

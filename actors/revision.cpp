@@ -448,6 +448,37 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
         return current_view(self);
       },
       [=](get_operation& cmd) { return operation_reply(self->state.local, cmd.operation_id); },
+      [=](open_local& cmd) -> caf::result<local_listing> {
+        const auto* r = self->state.record();
+        auto name = events::canonical_text(cmd.id);
+        if (!r || !r->visible())
+          return to_error({errc::not_found, "revision " + name + " does not exist"});
+        if (cmd.lease_id == 0)
+          return to_error({errc::invalid_argument,
+                           "lease_id is required: local reads need a live lease on " + name});
+        auto lease = r->leases.find(cmd.lease_id);
+        if (lease == r->leases.end() || !lease->second.live_at(self->state.deps.now_ms()))
+          return to_error({errc::lease_expired, "lease " + std::to_string(cmd.lease_id) +
+                                                    " is not a live lease on " + name +
+                                                    "; acquire one and open again"});
+        auto keys = r->payload_keys;
+        keys.push_back(r->manifest.manifest_key);
+        auto rp = self->make_response_promise<local_listing>();
+        auto id = r->id;
+        self->request(self->state.deps.store, self->state.deps.timeout, local_atom::value,
+                      id.tenant, keys)
+            .then(
+                [=](std::vector<local_file>& files) mutable {
+                  local_listing out;
+                  out.id = id;
+                  out.manifest = std::move(files.back());
+                  files.pop_back();
+                  out.payloads = std::move(files);
+                  rp.deliver(std::move(out));
+                },
+                [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+        return rp;
+      },
       [=](list_leases& cmd) -> caf::result<lease_list> {
         const auto* r = self->state.record();
         if (!r || r->availability == v1::DELETED)

@@ -162,6 +162,9 @@ status tier_store::publish(const std::filesystem::path& temp,
     std::filesystem::create_directories(target.parent_path(), ec);
     if (ec) return io_error("cannot create", target.parent_path(), ec.value());
   }
+  // Replicas are read-only (SPEC §4 Local reads): a reader that maps them
+  // cannot change them by mistake; nothing writes a published replica again.
+  if (::chmod(temp.c_str(), 0440) != 0) return io_error("cannot make read-only", temp, errno);
   if (options_.durable)
     if (auto st = fsync_path(temp, false); !st.ok()) return st;
   if (::rename(temp.c_str(), target.c_str()) != 0)

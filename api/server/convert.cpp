@@ -1,5 +1,9 @@
 #include "api/server/convert.hpp"
 
+#include <charconv>
+
+#include "events/event_type.hpp"
+
 namespace weightd::api {
 
 namespace ev1 = events::v1;
@@ -235,6 +239,86 @@ result<actors::put_request> from_proto(const v1::PutHeader& h) {
   r.expected_checksum = h.checksum();
   r.expected_algorithm = h.checksum_algorithm();
   return r;
+}
+
+// ------------------------------------------------ history, watch, local reads
+
+namespace {
+
+constexpr size_t kMaxWatchTypes = 64;
+constexpr size_t kMaxStreamPrefix = 8192;
+
+void to_proto(const actors::local_file& f, v1::LocalFile* out) {
+  out->set_key(f.key);
+  out->set_path(f.path);
+  out->set_offset(0);
+  out->set_size(f.size);
+  out->set_checksum_algorithm(f.checksum_algorithm);
+  out->set_checksum(f.checksum);
+  out->set_sha256(f.sha256);
+  out->set_tier(f.tier);
+}
+
+}  // namespace
+
+std::string history_page_token(uint64_t next_after) {
+  return next_after ? std::to_string(next_after) : std::string{};
+}
+
+result<actors::history_query> from_proto(const v1::HistoryRequest& req) {
+  auto id = required_id(req.has_id(), req.id());
+  if (!id) return id.error();
+  auto checked = events::checked_revision_key(id->to_proto());
+  if (!checked) return checked.error();
+  actors::history_query q{*checked, 0, req.limit()};
+  const auto& token = req.page_token();
+  if (!token.empty()) {
+    // A token is the decimal stream seq this server handed out; nothing else parses.
+    auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), q.after_stream_seq);
+    if (ec != std::errc{} || end != token.data() + token.size() || q.after_stream_seq == 0)
+      return status{errc::invalid_argument,
+                    "page_token is not one this server handed out; pass next_page_token as "
+                    "it came, or \"\" for the first page"};
+  }
+  return q;
+}
+
+result<actors::open_local> from_proto(const v1::OpenLocalRequest& req) {
+  auto id = required_id(req.has_id(), req.id());
+  if (!id) return id.error();
+  if (req.lease_id() == 0)
+    return status{errc::invalid_argument, "lease_id is required: local reads need a live lease"};
+  return actors::open_local{*id, req.lease_id()};
+}
+
+result<actors::watch_pull> from_proto(const v1::WatchRequest& req) {
+  actors::watch_pull pull;
+  pull.from_seq = req.from_seq();
+  if (req.stream_prefix().size() > kMaxStreamPrefix)
+    return status{errc::invalid_argument, "stream_prefix has " +
+                                              std::to_string(req.stream_prefix().size()) +
+                                              " characters; the limit is " +
+                                              std::to_string(kMaxStreamPrefix)};
+  pull.filter.stream_prefix = req.stream_prefix();
+  if (static_cast<size_t>(req.types_size()) > kMaxWatchTypes)
+    return status{errc::invalid_argument, "types has " + std::to_string(req.types_size()) +
+                                              " entries; the limit is " +
+                                              std::to_string(kMaxWatchTypes)};
+  for (const auto& t : req.types()) {
+    if (!events::is_event_type_name(t))
+      return status{errc::invalid_argument,
+                    "types: '" + (t.size() > 64 ? t.substr(0, 64) + "..." : t) +
+                        "' is not an event type (the names are the catalog's, e.g. "
+                        "lease_granted; weightctl journal dump --help lists them)"};
+    pull.filter.types.push_back(t);
+  }
+  return pull;
+}
+
+void to_proto(const actors::local_listing& listing, v1::OpenLocalResponse* out) {
+  for (const auto& f : listing.payloads) to_proto(f, out->add_payloads());
+  to_proto(listing.manifest, out->mutable_manifest());
+  *out->mutable_id() = listing.id.to_proto();
 }
 
 }  // namespace weightd::api

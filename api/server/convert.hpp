@@ -28,6 +28,13 @@ result<actors::migrate_revision> from_proto(const v1::MigrateRequest& req);
 result<actors::get_operation> from_proto(const v1::GetOperationRequest& req);
 result<actors::cancel_operation> from_proto(const v1::CancelOperationRequest& req);
 result<actors::reconcile_request> from_proto(const v1::ReconcileRequest& req);
+result<actors::history_query> from_proto(const v1::HistoryRequest& req);
+result<actors::open_local> from_proto(const v1::OpenLocalRequest& req);
+/// A Watch's position and filter (the sink is the server's).
+result<actors::watch_pull> from_proto(const v1::WatchRequest& req);
+void to_proto(const actors::local_listing& listing, v1::OpenLocalResponse* out);
+/// History's page token: the last stream seq shown, "" at the end.
+std::string history_page_token(uint64_t next_after);
 void to_proto(const actors::reconcile_report& report, v1::ReconcileResponse* out);
 result<actors::put_request> from_proto(const v1::PutHeader& header);
 

@@ -529,6 +529,13 @@ void add_daemon_options(CLI::App& app, daemon_config& c, const std::string& vers
       ->capture_default_str();
   add_duration(app, "--put-idle-timeout", c.put_idle_timeout, kMinInterval, kDay,
                "A Put that sends no bytes this long is ended and its reservation given back");
+  add_duration(app, "--watch-stall-timeout", c.watch_stall_timeout, kMinInterval, kDay,
+               "A Watch whose client takes no event this long is ended (RESOURCE_EXHAUSTED "
+               "naming the seq to resume from)");
+  app.add_option("--local-reads", c.local_reads,
+                 "Serve OpenLocal: readers on this host map the tier files read-only instead "
+                 "of streaming them (true or false)")
+      ->capture_default_str();
   app.add_option("--tenant-reserve-ratio", c.tenant_reserve_ratio,
                  "The puts in flight of one tenant reserve at most this fraction of a tier's "
                  "capacity (a single put may always reserve what fits)")

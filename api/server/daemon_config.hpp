@@ -68,7 +68,9 @@ struct daemon_config {
   uint32_t max_streams = 1024;
   uint32_t max_streams_per_connection = 128;
   milliseconds put_idle_timeout{30'000};
+  milliseconds watch_stall_timeout{30'000};  // a Watch whose client takes nothing this long ends
   double tenant_reserve_ratio = 0.5;
+  bool local_reads = true;  // OpenLocal: same-host readers map the tier files (SPEC §4)
 
   std::string journal_path() const {
     return journal_dir.empty() ? data_dir + "/journal" : journal_dir;

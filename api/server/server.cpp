@@ -70,8 +70,10 @@ std::function<void(events::operation_record&)> operation_into(v1::Operation* res
 
 class weight_service final : public v1::WeightService::CallbackService {
  public:
-  weight_service(caf::actor_system& sys, actors::node& node, server_options o)
-      : sys_(sys), registry_(node.registry()), timeout_(o.timeout) {}
+  weight_service(caf::actor_system& sys, actors::node& node, server_options o,
+                 stream_limits& limits)
+      : sys_(sys), registry_(node.registry()), reader_(node.reader()), timeout_(o.timeout),
+        local_reads_(o.local_reads), limits_(limits) {}
 
   ServerUnaryReactor* BeginImport(CallbackServerContext* ctx, const v1::BeginImportRequest* req,
                                   v1::RevisionView* resp) override {
@@ -157,6 +159,29 @@ class weight_service final : public v1::WeightService::CallbackService {
     return command<actors::reconcile_report>(
         ctx, *req, [resp](actors::reconcile_report& r) { to_proto(r, resp); });
   }
+  ServerUnaryReactor* History(CallbackServerContext* ctx, const v1::HistoryRequest* req,
+                              v1::HistoryResponse* resp) override {
+    auto query = from_proto(*req);
+    if (!query) return reject(ctx, query.error());
+    return unary<actors::history_page>(
+        sys_, timeout_, ctx, reader_,
+        [resp](actors::history_page& page) {
+          for (auto& e : page.events) *resp->add_events() = std::move(e);
+          resp->set_next_page_token(history_page_token(page.next_after));
+        },
+        actors::history_atom::value, std::move(*query));
+  }
+  ServerUnaryReactor* OpenLocal(CallbackServerContext* ctx, const v1::OpenLocalRequest* req,
+                                v1::OpenLocalResponse* resp) override {
+    if (!local_reads_)
+      return reject(ctx, {errc::permission_denied,
+                          "local reads are off on this daemon (--local-reads=false); read the "
+                          "objects with Get instead"});
+    return command<actors::local_listing>(
+        ctx, *req, [resp](actors::local_listing& l) { to_proto(l, resp); });
+  }
+  grpc::ServerWriteReactor<events::v1::Envelope>* Watch(CallbackServerContext* ctx,
+                                                        const v1::WatchRequest* req) override;
 
  private:
   /// Converts the request (bad input fails here, naming the field), records
@@ -174,8 +199,127 @@ class weight_service final : public v1::WeightService::CallbackService {
 
   caf::actor_system& sys_;
   actors::registry_actor registry_;
+  actors::journal_reader_actor reader_;
   std::chrono::seconds timeout_;
+  bool local_reads_;
+  stream_limits& limits_;
 };
+
+/// Watch: the journal reader hands a batch to the stream's sink; the stream
+/// writes it one event at a time and pulls the next batch only when it is
+/// written — a slow client holds one batch and its position, nothing more
+/// (journal_reader.hpp). One that takes nothing for --watch-stall-timeout is
+/// ended with RESOURCE_EXHAUSTED naming the seq to resume from. Everything is
+/// finished once, under the watch's lock, by whoever comes first.
+class watch_reactor final : public grpc::ServerWriteReactor<events::v1::Envelope> {
+ public:
+  watch_reactor(actors::journal_reader_actor reader, stream_limits& limits,
+                CallbackServerContext* ctx, const v1::WatchRequest& req)
+      : reader_(reader), ctx_(ctx), watch_(limits.watch_put()) {
+    auto watch = watch_;
+    std::lock_guard<std::recursive_mutex> lock(watch->lock);
+    auto pull = from_proto(req);
+    if (!pull) {
+      finish(pull.error());
+      return;
+    }
+    auto admitted = limits.admit(ctx->peer());
+    if (!admitted) {
+      finish(admitted.error());
+      return;
+    }
+    slot_ = std::move(*admitted);
+    filter_ = std::move(pull->filter);
+    next_seq_ = pull->from_seq;
+    auto stall = limits.options().watch_stall_timeout;
+    watch->idle_timeout_ms = std::max<int64_t>(1, stall.count());
+    watch->on_idle = [this, stall] {
+      finish({errc::resource_exhausted,
+              "the watcher took no event for " + std::to_string(stall.count()) +
+                  " ms (--watch-stall-timeout); resume with from_seq " + std::to_string(next_seq_)});
+    };
+    sink_ = std::make_shared<sink>(watch, this);
+    pull_next();
+  }
+
+  void OnWriteDone(bool ok) override {
+    auto watch = watch_;
+    std::lock_guard<std::recursive_mutex> lock(watch->lock);
+    if (watch->finished) return;
+    if (!ok) return finish({errc::internal, "the watcher went away"});
+    next_seq_ = msg_.global_seq() + 1;
+    write_next();
+  }
+  void OnCancel() override {
+    auto watch = watch_;
+    std::lock_guard<std::recursive_mutex> lock(watch->lock);
+    if (watch->end()) Finish(grpc::Status::CANCELLED);
+  }
+  void OnDone() override {
+    {
+      auto watch = watch_;
+      std::lock_guard<std::recursive_mutex> lock(watch->lock);
+      watch->on_idle = nullptr;
+      if (sink_) sink_->stream = nullptr;  // a batch still on its way is dropped
+    }
+    delete this;
+  }
+
+ private:
+  /// What the journal reader holds: it outlives the stream, and says so.
+  struct sink final : actors::watch_sink {
+    sink(std::shared_ptr<put_watch> w, watch_reactor* s) : watch(std::move(w)), stream(s) {}
+    bool deliver(std::vector<events::v1::Envelope> batch) override {
+      std::lock_guard<std::recursive_mutex> lock(watch->lock);
+      if (!stream || watch->finished) return false;
+      stream->pending_ = std::move(batch);
+      stream->next_in_batch_ = 0;
+      stream->write_next();
+      return true;
+    }
+    void fail(const status& why) override {
+      std::lock_guard<std::recursive_mutex> lock(watch->lock);
+      if (stream) stream->finish(why);
+    }
+    std::shared_ptr<put_watch> watch;
+    watch_reactor* stream;  // under watch->lock; null once the call is done
+  };
+
+  /// Under the lock: the next event of the batch, or the next pull.
+  void write_next() {
+    if (next_in_batch_ >= pending_.size()) {
+      pending_.clear();
+      return pull_next();
+    }
+    msg_ = std::move(pending_[next_in_batch_++]);
+    watch_->touch();  // from now the client has --watch-stall-timeout to take it
+    StartWrite(&msg_);
+  }
+  void pull_next() {
+    watch_->pause();  // waiting for the journal is not the client's stall
+    caf::anon_send(reader_, actors::watch_atom::value, actors::watch_pull{sink_, next_seq_, filter_});
+  }
+  /// Under the lock.
+  void finish(const status& st) {
+    if (watch_->end()) Finish(to_grpc(ctx_, st));
+  }
+
+  actors::journal_reader_actor reader_;
+  CallbackServerContext* ctx_;
+  std::shared_ptr<put_watch> watch_;
+  stream_limits::slot slot_;
+  std::shared_ptr<sink> sink_;
+  actors::watch_filter filter_;
+  uint64_t next_seq_ = 0;  // 0 until the reader fixed "from now"
+  std::vector<events::v1::Envelope> pending_;
+  size_t next_in_batch_ = 0;
+  events::v1::Envelope msg_;
+};
+
+grpc::ServerWriteReactor<events::v1::Envelope>* weight_service::Watch(CallbackServerContext* ctx,
+                                                                      const v1::WatchRequest* req) {
+  return new watch_reactor(reader_, limits_, ctx, *req);
+}
 
 // ------------------------------------------------------------ ObjectService
 
@@ -225,10 +369,7 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
     auto watch = watch_;
     std::lock_guard<std::recursive_mutex> lock(watch->lock);
     abandon();
-    if (watch->finished) return;
-    watch->finished = true;
-    watch->on_idle = nullptr;
-    Finish(grpc::Status::CANCELLED);
+    if (watch->end()) Finish(grpc::Status::CANCELLED);
   }
   void OnDone() override {
     {
@@ -313,10 +454,7 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
   /// Ends the call (once; the caller holds the watch's lock). Nothing of this
   /// reactor may be touched afterwards: OnDone may already have deleted it.
   void finish(const status& st) {
-    if (watch_->finished) return;
-    watch_->finished = true;
-    watch_->on_idle = nullptr;
-    Finish(to_grpc(ctx_, st));
+    if (watch_->end()) Finish(to_grpc(ctx_, st));
   }
 
   caf::actor_system& sys_;
@@ -396,8 +534,9 @@ class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
 
 class object_service final : public v1::ObjectService::CallbackService {
  public:
-  object_service(caf::actor_system& sys, actors::node& node, server_options o)
-      : sys_(sys), store_(node.objects()), timeout_(o.timeout), limits_(o.streams) {}
+  object_service(caf::actor_system& sys, actors::node& node, server_options o,
+                 stream_limits& limits)
+      : sys_(sys), store_(node.objects()), timeout_(o.timeout), limits_(limits) {}
 
   grpc::ServerReadReactor<v1::PutRequest>* Put(CallbackServerContext* ctx,
                                                v1::PutResponse* resp) override {
@@ -476,7 +615,7 @@ class object_service final : public v1::ObjectService::CallbackService {
   caf::actor_system& sys_;
   actors::object_store_actor store_;
   std::chrono::seconds timeout_;
-  stream_limits limits_;
+  stream_limits& limits_;
 };
 
 // ------------------------------------------------------------- AdminService
@@ -558,6 +697,10 @@ bool is_loopback_address(const std::string& listen) {
 }
 
 struct grpc_server::services {
+  services(caf::actor_system& sys, actors::node& node, const server_options& o)
+      : limits(o.streams), weights(sys, node, o, limits), objects(sys, node, o, limits),
+        admin(sys, node, o) {}
+  stream_limits limits;  // Put, Get and Watch streams share them
   weight_service weights;
   object_service objects;
   admin_service admin;
@@ -578,7 +721,7 @@ result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, 
   // friends: both are process-wide switches read when the server is built.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  s->services_.reset(new services{{sys, node, options}, {sys, node, options}, {sys, node, options}});
+  s->services_.reset(new services(sys, node, options));
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));

@@ -30,6 +30,7 @@ struct server_options {
   std::chrono::seconds timeout{60};       // per actor request
   stream_limit_options streams;           // open Put/Get streams, idle Puts
   std::string version = "dev";
+  bool local_reads = true;  // serve OpenLocal (SPEC §4 Local reads; --local-reads)
 };
 
 /// Is `listen` (host:port) a loopback address (127.x, localhost, [::1])?

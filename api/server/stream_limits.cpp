@@ -86,7 +86,8 @@ std::shared_ptr<put_watch> stream_limits::watch_put() {
 /// Every quarter of the idle timeout (at most a second): ends the Puts that
 /// have been silent too long, and forgets the ones that are gone.
 void stream_limits::sweep() {
-  auto period = std::clamp(options_.put_idle_timeout / 4, std::chrono::milliseconds{10},
+  auto period = std::clamp(std::min(options_.put_idle_timeout, options_.watch_stall_timeout) / 4,
+                           std::chrono::milliseconds{10},
                            std::chrono::milliseconds{1'000});
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
@@ -99,8 +100,10 @@ void stream_limits::sweep() {
                                [&](const std::weak_ptr<put_watch>& weak) {
                                  auto watch = weak.lock();
                                  if (!watch) return true;
+                                 int64_t own = watch->idle_timeout_ms.load();
+                                 auto limit = own ? own : timeout;
                                  if (now - watch->last_bytes_ms.load(std::memory_order_relaxed) <
-                                     timeout)
+                                     limit)
                                    return false;
                                  idle.push_back(std::move(watch));
                                  return true;

@@ -5,7 +5,8 @@
 //   `max_streams_per_connection` from one client connection; a stream over a
 //   limit is refused at once with RESOURCE_EXHAUSTED naming the flag;
 // - a Put that sends no bytes for `put_idle_timeout` is ended by the sweeper
-//   (its reservation is given back), besides the store's overall put timeout.
+//   (its reservation is given back), besides the store's overall put timeout;
+//   so is a Watch whose client takes no event for `watch_stall_timeout`.
 //
 // Everything here runs on gRPC threads and one sweeper thread of its own; the
 // lock is held only to count or to look at a clock, never across I/O.
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +32,9 @@ struct stream_limit_options {
   uint32_t max_streams = 1024;
   uint32_t max_streams_per_connection = 128;
   std::chrono::milliseconds put_idle_timeout{30'000};
+  // A Watch whose client takes no event for this long is ended (it resumes
+  // from its last seq): a stalled watcher must not hold a stream for ever.
+  std::chrono::milliseconds watch_stall_timeout{30'000};
 };
 
 /// What a Put stream shares with the sweeper: when bytes last arrived, and the
@@ -38,10 +43,21 @@ struct stream_limit_options {
 /// OnDone inline from a Finish called under it.
 struct put_watch {
   std::atomic<int64_t> last_bytes_ms{0};
+  std::atomic<int64_t> idle_timeout_ms{0};  // 0 = put_idle_timeout (a Watch sets its own)
   std::recursive_mutex lock;
   bool finished = false;             // under lock
   std::function<void()> on_idle;     // under lock; empty once the call is done
   void touch();
+  /// Under lock: marks the call finished and forgets on_idle; false when it
+  /// was finished already (the caller must not Finish it again).
+  bool end() {
+    if (finished) return false;
+    finished = true;
+    on_idle = nullptr;
+    return true;
+  }
+  /// Not waiting for the client now (a Watch at the head): never idle.
+  void pause() { last_bytes_ms.store(std::numeric_limits<int64_t>::max() / 2); }
 };
 
 class stream_limits {

@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
   server_options.version = WEIGHTD_VERSION;
   server_options.metrics = std::make_shared<api::rpc_metrics>();
   server_options.streams = {config.max_streams, config.max_streams_per_connection,
-                            config.put_idle_timeout};
+                            config.put_idle_timeout, config.watch_stall_timeout};
+  server_options.local_reads = config.local_reads;
   auto server = api::grpc_server::start(sys, node, server_options);
   if (!server) {
     spdlog::error("weightd cannot serve error=\"{}\"", server.error().to_string());
