@@ -128,6 +128,12 @@ result<v1::StatusResponse> client::server_status() {
   v1::StatusRequest r;
   return WEIGHTD_UNARY(admin_, Status, v1::StatusResponse, r);
 }
+result<v1::HistoryResponse> client::history(const v1::HistoryRequest& r) {
+  return WEIGHTD_UNARY(weights_, History, v1::HistoryResponse, r);
+}
+result<v1::OpenLocalResponse> client::open_local(const v1::OpenLocalRequest& r) {
+  return WEIGHTD_UNARY(weights_, OpenLocal, v1::OpenLocalResponse, r);
+}
 result<v1::ObjectInfo> client::stat(const std::string& tenant, const std::string& key) {
   v1::StatRequest r;
   r.set_tenant(tenant);
@@ -236,6 +242,31 @@ result<v1::ObjectInfo> client::get(const std::string& tenant, const std::string&
   if (!local.ok()) return local;
   if (!st.ok()) return st;
   return info;
+}
+
+status client::watch(const v1::WatchRequest& req,
+                     const std::function<bool(const events::v1::Envelope&)>& on_event,
+                     grpc::ClientContext* caller_ctx) {
+  grpc::ClientContext own_ctx;
+  grpc::ClientContext& ctx = caller_ctx ? *caller_ctx : own_ctx;
+  auto reader = weights_->Watch(&ctx, req);
+  events::v1::Envelope event;
+  bool stopped = false;
+  while (reader->Read(&event)) {
+    if (!on_event(event)) {
+      stopped = true;
+      ctx.TryCancel();
+      break;
+    }
+  }
+  auto raw = reader->Finish();
+  if (stopped) return {};
+  // A daemon that shuts down cancels its streams: CANCELLED with no weightd
+  // code is the daemon going away, like a broken connection.
+  if (raw.error_code() == grpc::StatusCode::CANCELLED &&
+      ctx.GetServerTrailingMetadata().count(kErrorMetadata) == 0)
+    return from_grpc(ctx, grpc::Status(grpc::StatusCode::UNAVAILABLE, raw.error_message()));
+  return from_grpc(ctx, raw);
 }
 
 }  // namespace weightd::api

@@ -53,6 +53,20 @@ class client {
   result<v1::Operation> cancel_operation(const v1::CancelOperationRequest& req);
   result<v1::ReconcileResponse> reconcile(const v1::ReconcileRequest& req);
   result<v1::StatusResponse> server_status();
+  /// One page of a revision's events (History); next_page_token "" at the end.
+  result<v1::HistoryResponse> history(const v1::HistoryRequest& req);
+  /// The replica files of a revision under a live lease (SPEC §4 Local
+  /// reads); local_mapping.hpp maps them read-only.
+  result<v1::OpenLocalResponse> open_local(const v1::OpenLocalRequest& req);
+
+  /// Watch: calls `on_event` for each event from req.from_seq in order until
+  /// it returns false (the stream is cancelled; ok is returned) or the stream
+  /// ends (its status: the daemon cut a stalled watcher, went away, ...).
+  /// No deadline: a watch lasts as long as the caller wants it. With `ctx`
+  /// (the caller's, fresh), another thread may stop it with ctx->TryCancel().
+  status watch(const v1::WatchRequest& req,
+               const std::function<bool(const events::v1::Envelope&)>& on_event,
+               grpc::ClientContext* ctx = nullptr);
 
   /// Puts `size` bytes of `file` from `offset` (the whole file by default).
   result<v1::ObjectInfo> put_file(v1::PutHeader header, const std::filesystem::path& file,
