@@ -25,6 +25,7 @@ struct daemon_options {
   std::filesystem::path log_file;  // weightd's stdout and stderr (default: the test's own)
   std::string log_level = "warn";
   bool wait = true;                // return once it answers `weightctl status`
+  std::string listen;              // gRPC host:port ("" = a free loopback port)
 };
 
 struct running_daemon {
@@ -42,7 +43,8 @@ struct running_daemon {
       : running_daemon(dir, with_capacities(hot_capacity, cold_capacity)) {}
 
   running_daemon(const std::filesystem::path& dir, daemon_options o) : log_file(o.log_file) {
-    address = "127.0.0.1:" + std::to_string(api::free_loopback_port());
+    address = o.listen.empty() ? "127.0.0.1:" + std::to_string(api::free_loopback_port())
+                               : o.listen;
     http_address = "127.0.0.1:" + std::to_string(api::free_loopback_port());
     std::vector<std::string> args{WEIGHTD_DAEMON, "--data-dir",    dir.string(),
                                   "--hot-dir",    (dir / "hot").string(),

@@ -33,6 +33,8 @@
 //   4. the test daemon's gRPC and HTTP addresses -> the README's
 //      127.0.0.1:7070 and 127.0.0.1:7071;
 //   5. the startup line's timing startup_seconds=0.004 -> startup_seconds=<s>;
+//   5a. a request id weightctl-983d2a4c4424b2ab -> weightctl-<id>, and the
+//      default lease holder weightctl-export@vm:23384 -> weightctl-export@<host>:<pid>;
 //   6. a README line that is exactly `...` matches any number of output lines
 //      (up to the next README line that matches; at the end: any further lines).
 #include <doctest/doctest.h>
@@ -140,11 +142,13 @@ std::string normalize(std::string s, const addresses& a) {
   static const std::regex peer{R"(ipv4:127\.0\.0\.1:[0-9]+)"};
   static const std::regex startup{R"(startup_seconds=[0-9.]+)"};
   static const std::regex request_id{R"(weightctl-[0-9a-f]{16})"};  // one per command
+  static const std::regex holder{R"((weightctl-[a-z]+)@[^ :]+:[0-9]+)"};  // default_holder()
   s = std::regex_replace(s, utc, "<UTC>");
   s = std::regex_replace(s, relative, "(<relative>)");
   s = std::regex_replace(s, peer, "ipv4:127.0.0.1:<port>");
   s = std::regex_replace(s, startup, "startup_seconds=<s>");
   s = std::regex_replace(s, request_id, "weightctl-<id>");
+  s = std::regex_replace(s, holder, "$1@<host>:<pid>");
   auto replace_all = [&](const std::string& from, const std::string& to) {
     if (from.empty()) return;
     for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size())

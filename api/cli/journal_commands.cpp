@@ -269,6 +269,72 @@ int journal_verify(const journal_location& where, const verify_args& args, std::
   return 0;
 }
 
+namespace {
+
+/// What an event was about besides the revision: "lease 12 trainer-3",
+/// "op 4 MIGRATE", or "-". Lease events after the grant name only the id;
+/// the holder is remembered from the grant in the same timeline.
+std::string event_detail(const v1::Envelope& e, std::map<uint64_t, std::string>& holders) {
+  const auto* payload_field = v1::Envelope::descriptor()->FindOneofByName("payload");
+  const auto* set = e.GetReflection()->GetOneofFieldDescriptor(e, payload_field);
+  if (!set || set->type() != google::protobuf::FieldDescriptor::TYPE_MESSAGE) return "-";
+  const auto& payload = e.GetReflection()->GetMessage(e, set);
+  const auto* reflection = payload.GetReflection();
+  const auto* d = payload.GetDescriptor();
+  if (const auto* lease = d->FindFieldByName("lease_id")) {
+    uint64_t id = reflection->GetUInt64(payload, lease);
+    if (const auto* holder = d->FindFieldByName("holder"))
+      holders[id] = reflection->GetString(payload, holder);
+    auto it = holders.find(id);
+    return fmt::format("lease {} {}", id, it == holders.end() ? "" : it->second);
+  }
+  if (const auto* op = d->FindFieldByName("operation_id")) {
+    std::string kind;
+    if (e.has_operation_started())
+      kind = " " + v1::OperationKind_Name(e.operation_started().kind());
+    return fmt::format("op {}{}", reflection->GetUInt64(payload, op), kind);
+  }
+  return "-";
+}
+
+}  // namespace
+
+int print_history(const events::revision_key& id, const history_source& read, bool json,
+                  std::ostream& out, std::ostream& err) {
+  events::revision_index index;
+  std::map<uint64_t, std::string> holders;
+  uint64_t shown = 0;
+  auto items = nlohmann::ordered_json::array();  // --json: one list document
+  auto st = read([&](const v1::Envelope& e) {
+    auto applied = events::evolve_revisions(index, e);
+    const auto* r = index.find(id);
+    uint64_t generation = r ? r->metadata_generation : 0;
+    auto detail = event_detail(e, holders);
+    ++shown;
+    if (json) {
+      items.push_back({{"seq", e.global_seq()},
+                       {"time_ms", e.timestamp_ms()},
+                       {"event", events::event_type_name(e)},
+                       {"metadata_generation", generation},
+                       {"detail", detail == "-" ? "" : detail},
+                       {"principal", e.principal()},
+                       {"request_id", e.request_id()}});
+    } else {
+      out << fmt::format("#{:<8} {}  {:<22} gen {:<4} {:<22} {:<22} {}{}\n", e.global_seq(),
+                         events::utc_text(e.timestamp_ms()), events::event_type_name(e), generation,
+                         detail, e.principal().empty() ? "-" : e.principal(),
+                         e.request_id().empty() ? "-" : e.request_id(),
+                         applied.ok() ? "" : "  (" + applied.message() + ")");
+    }
+  });
+  if (!st.ok()) return fail(err, st);
+  if (shown == 0)
+    return fail(err, {errc::not_found, "no events for revision " +
+                                           events::canonical_text(id) + " in the journal"});
+  if (json) out << json_line(list_document(std::move(items))) << "\n";
+  return 0;
+}
+
 int revision_history(const journal_location& where, const history_args& args, std::ostream& out,
                      std::ostream& err) {
   auto id = events::parse_canonical_text(args.id);
@@ -288,36 +354,16 @@ int revision_history(const journal_location& where, const history_args& args, st
     if (!id->generation)
       return fail(err, {errc::not_found, "no revision " + args.id + " in the journal"});
   }
-  events::revision_index index;
-  uint64_t shown = 0;
-  auto items = nlohmann::ordered_json::array();  // --json: one list document
-  auto st = (*journal)->read_stream(events::revision_stream(*id), {}, [&](const v1::Envelope& e) {
-    auto applied = events::evolve_revisions(index, e);
-    const auto* r = index.find(*id);
-    uint64_t generation = r ? r->metadata_generation : 0;
-    ++shown;
-    if (args.json) {
-      items.push_back({{"seq", e.global_seq()},
-                       {"time_ms", e.timestamp_ms()},
-                       {"event", events::event_type_name(e)},
-                       {"metadata_generation", generation},
-                       {"principal", e.principal()},
-                       {"request_id", e.request_id()}});
-    } else {
-      out << fmt::format("#{:<8} {}  {:<22} gen {:<4} {:<22} {}{}\n", e.global_seq(),
-                         events::utc_text(e.timestamp_ms()), events::event_type_name(e), generation,
-                         e.principal().empty() ? "-" : e.principal(),
-                         e.request_id().empty() ? "-" : e.request_id(),
-                         applied.ok() ? "" : "  (" + applied.message() + ")");
-    }
-    return true;
-  });
-  if (!st.ok()) return fail(err, st);
-  if (shown == 0)
-    return fail(err, {errc::not_found, "no events for revision " +
-                                           events::canonical_text(*id) + " in the journal"});
-  if (args.json) out << json_line(list_document(std::move(items))) << "\n";
-  return 0;
+  return print_history(
+      *id,
+      [&](const std::function<void(const v1::Envelope&)>& each) {
+        return (*journal)->read_stream(events::revision_stream(*id), {},
+                                       [&](const v1::Envelope& e) {
+                                         each(e);
+                                         return true;
+                                       });
+      },
+      args.json, out, err);
 }
 
 }  // namespace weightd::api

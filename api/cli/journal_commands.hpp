@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 
+#include "events/identity.hpp"
 #include "persistence/journal_backend.hpp"
 
 namespace weightd::api {
@@ -58,9 +60,18 @@ int journal_replay(const journal_location& where, const replay_args& args, std::
 int journal_verify(const journal_location& where, const verify_args& args, std::ostream& out,
                    std::ostream& err);
 
-/// One revision's timeline: seq, time, event, generation after it, principal.
+/// One revision's timeline: seq, time, event, generation after it, the lease
+/// or operation it concerns, principal, request id.
 int revision_history(const journal_location& where, const history_args& args, std::ostream& out,
                      std::ostream& err);
+
+/// Reads a revision's events in order, calling the function for each.
+using history_source =
+    std::function<status(const std::function<void(const events::v1::Envelope&)>&)>;
+/// The timeline printer both forms share (offline from the journal files,
+/// online through History): the same columns, the same fold.
+int print_history(const events::revision_key& id, const history_source& read, bool json,
+                  std::ostream& out, std::ostream& err);
 
 /// "123" -> seq 123; "2026-12-02T10:34:20.123Z" -> a time. Errors name --until.
 struct point_in_history {

@@ -15,6 +15,7 @@
 #include "actors/mixed_planner.hpp"
 #include "api/cli/cli_words.hpp"
 #include "api/cli/format.hpp"
+#include "api/cli/journal_commands.hpp"
 #include "api/cli/json_output.hpp"
 #include "api/cli/lease_commands.hpp"
 #include "api/cli/online_support.hpp"
@@ -144,6 +145,29 @@ std::string time_or_never(int64_t ms, const char* never = "-") {
 }
 
 }  // namespace
+
+int online_history(const online_options& o, const std::string& text, std::ostream& out,
+                   std::ostream& err) {
+  client c{o.connection};
+  auto id = resolve(c, text, false);
+  if (!id) return fail(err, id.error());
+  if (!id->generation) return fail(err, {errc::not_found, "no revision " + text});
+  return print_history(
+      *id,
+      [&](const std::function<void(const events::v1::Envelope&)>& each) -> status {
+        v1::HistoryRequest req;
+        *req.mutable_id() = id->to_proto();
+        req.set_limit(1000);
+        do {  // page by page: the daemon answers at most 1000 events a call
+          auto page = c.history(req);
+          if (!page) return page.error();
+          for (const auto& e : page->events()) each(e);
+          req.set_page_token(page->next_page_token());
+        } while (!req.page_token().empty());
+        return {};
+      },
+      o.json, out, err);
+}
 
 int show_revision(const online_options& o, const std::string& text, std::ostream& out,
                   std::ostream& err) {

@@ -22,6 +22,10 @@ int list_revisions(const online_options& o, const std::string& ns, const std::st
                    bool all_states, bool all_namespaces, std::ostream& out, std::ostream& err);
 int show_revision(const online_options& o, const std::string& id, std::ostream& out,
                   std::ostream& err);
+/// `history --address`: the revision's timeline through History, printed
+/// as the offline form prints it from the journal files.
+int online_history(const online_options& o, const std::string& id, std::ostream& out,
+                   std::ostream& err);
 /// Removes a READY revision; drain_timeout_ms > 0 waits for its leases to
 /// drain (revoking them at the deadline) instead of failing with BUSY.
 int remove_revision(const online_options& o, const std::string& id, uint64_t drain_timeout_ms,

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -22,6 +23,8 @@
 #include "api/cli/model_directory.hpp"
 #include "api/cli/online_support.hpp"
 #include "api/cli/progress.hpp"
+#include "api/client/local_mapping.hpp"
+#include "api/common/wire.hpp"
 #include "events/identity.hpp"
 #include "events/time_text.hpp"
 #include "persistence/tier_store.hpp"
@@ -375,7 +378,8 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
 }
 
 int export_dir(const online_options& o, const std::string& text, const std::string& dir,
-               bool quiet, std::ostream& out, std::ostream& err) {
+               const export_args& args, std::ostream& out, std::ostream& err) {
+  bool quiet = args.quiet;
   client c{o.connection};
   auto id = resolve(c, text, true);
   if (!id) return fail(err, id.error());
@@ -393,12 +397,40 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
   *get.mutable_id() = id->to_proto();
   auto view = c.get_revision(get);
   if (!view) return fail(err, view.error());
+  // Where the bytes come from: Get streams, or (--local) the replica files
+  // mapped read-only under the lease, handed on in pieces of a Get's chunk
+  // size so progress and interruption work the same way.
+  std::map<std::string, std::string_view> local_bytes;
+  std::optional<local_revision> mapped;
+  if (args.local) {
+    v1::OpenLocalRequest req;
+    *req.mutable_id() = id->to_proto();
+    req.set_lease_id((*lease)->lease().lease_id());
+    auto m = map_local(c, req);
+    if (!m) return fail(err, m.error(), "without --local the export streams over gRPC");
+    mapped = std::move(*m);
+    for (const auto& p : mapped->payloads) local_bytes[p.file().key()] = p.bytes();
+    for (const auto& p : mapped->manifest) local_bytes[p.file().key()] = p.bytes();
+  }
+  auto read_object = [&](const std::string& key,
+                         const std::function<status(const std::string&)>& sink) -> status {
+    if (!args.local) return c.get(id->tenant, key, sink).error();
+    auto it = local_bytes.find(key);
+    if (it == local_bytes.end())
+      return {errc::data_loss, "OpenLocal listed no file for " + key};
+    std::string piece;
+    for (size_t at = 0; at < it->second.size(); at += kMaxChunkBytes) {
+      piece.assign(it->second.substr(at, kMaxChunkBytes));
+      if (auto st = sink(piece); !st.ok()) return st;
+    }
+    return {};
+  };
   std::string manifest_json;
-  auto got = c.get(id->tenant, view->manifest().manifest_key(), [&](const std::string& chunk) {
+  auto got = read_object(view->manifest().manifest_key(), [&](const std::string& chunk) {
     manifest_json += chunk;
     return status{};
   });
-  if (!got) return fail(err, got.error());
+  if (!got.ok()) return fail(err, got);
   v1::ModelManifest manifest;
   if (!google::protobuf::util::JsonStringToMessage(manifest_json, &manifest).ok())
     return fail(err, {errc::data_loss, "the manifest of " + events::canonical_text(*id) +
@@ -449,20 +481,20 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
     {
       std::ofstream file(temp, std::ios::binary | std::ios::trunc);
       for (const auto& chunk : f.chunks()) {
-        auto r = c.get(id->tenant, chunk.key(), [&](const std::string& bytes) {
+        auto r = read_object(chunk.key(), [&](const std::string& bytes) {
           if (auto st = stopped(); !st.ok()) return st;
           file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
           done += bytes.size();
           bar.show(done, f.path());
           return file ? status{} : status{errc::internal, "cannot write " + temp};
         });
-        if (!r) {
+        if (!r.ok()) {
           bar.end();
           file.close();
           fs::remove(temp);
           discard();
-          if (interrupted()) return fail(err, r.error()), kExitInterrupted;
-          return fail(err, r.error());
+          if (interrupted()) return fail(err, r), kExitInterrupted;
+          return fail(err, r);
         }
       }
     }
@@ -480,8 +512,9 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
     out << fmt::format("{{\"id\":{},\"files\":{},\"bytes\":{}}}\n",
                        json_string(events::canonical_text(*id)), manifest.files_size(), total);
   else
-    out << fmt::format("exported {} to {}: {} files, {}, every sha256 verified\n",
-                       events::canonical_text(*id), dir, manifest.files_size(), format_bytes(total));
+    out << fmt::format("exported {} to {}: {} files, {}{}, every sha256 verified\n",
+                       events::canonical_text(*id), dir, manifest.files_size(), format_bytes(total),
+                       args.local ? " from local replica files" : "");
   return 0;
 }
 
@@ -489,7 +522,7 @@ std::function<std::optional<int>()> add_transfer_commands(CLI::App& app,
                                                           const online_options& online) {
   auto in = std::make_shared<import_args>();
   auto ex = std::make_shared<std::pair<std::string, std::string>>();  // id, dir
-  auto quiet = std::make_shared<bool>(false);
+  auto ex_args = std::make_shared<export_args>();
   auto* import_cmd = app.add_subcommand(
       "import", "Upload a model directory as a revision (payloads, manifest last, commit; "
                 "aborted on failure). Symlinks are files under the link's own path");
@@ -514,10 +547,14 @@ std::function<std::optional<int>()> add_transfer_commands(CLI::App& app,
   export_cmd->add_option("ID", ex->first, "The revision (without #generation: the highest READY)")
       ->required();
   export_cmd->add_option("DIR", ex->second, "Where to write the files")->required();
-  export_cmd->add_flag("--quiet,-q", *quiet, "No progress on stderr");
-  return [in, ex, quiet, import_cmd, export_cmd, &online]() -> std::optional<int> {
+  export_cmd->add_flag("--quiet,-q", ex_args->quiet, "No progress on stderr");
+  export_cmd->add_flag("--local", ex_args->local,
+                       "Copy from the daemon's replica files (same host, OpenLocal) instead of "
+                       "streaming over gRPC");
+  return [in, ex, ex_args, import_cmd, export_cmd, &online]() -> std::optional<int> {
     if (*import_cmd) return import_dir(online, *in, std::cout, std::cerr);
-    if (*export_cmd) return export_dir(online, ex->first, ex->second, *quiet, std::cout, std::cerr);
+    if (*export_cmd)
+      return export_dir(online, ex->first, ex->second, *ex_args, std::cout, std::cerr);
     return std::nullopt;
   };
 }

@@ -40,11 +40,17 @@ struct import_args {
 int import_dir(const online_options& o, const import_args& args, std::ostream& out,
                std::ostream& err);
 
-/// Downloads a revision into `dir`, verifying every file's sha256; files are
-/// written under a temporary name and renamed when complete.
-/// A manifest naming an unsafe path (is_safe_relative_path) is refused
-/// before anything is written. `quiet`: no progress on stderr.
-int export_dir(const online_options& o, const std::string& id, const std::string& dir, bool quiet,
-               std::ostream& out, std::ostream& err);
+/// What `weightctl export` is asked to do besides the id and directory.
+struct export_args {
+  bool quiet = false;  // no progress on stderr
+  bool local = false;  // copy from the replica files (OpenLocal) instead of Get
+};
+
+/// Downloads a revision into `dir` under a lease, verifying every file's
+/// sha256; files are written under a temporary name and renamed when
+/// complete. A manifest naming an unsafe path (is_safe_relative_path) is
+/// refused before anything is written.
+int export_dir(const online_options& o, const std::string& id, const std::string& dir,
+               const export_args& args, std::ostream& out, std::ostream& err);
 
 }  // namespace weightd::api

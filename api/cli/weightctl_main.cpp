@@ -15,6 +15,7 @@
 #include "api/cli/online_commands.hpp"
 #include "api/cli/operation_commands.hpp"
 #include "api/cli/transfer_commands.hpp"
+#include "api/cli/watch_command.hpp"
 
 int main(int argc, char** argv) {
   using namespace weightd::api;
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
   online_options online;
   bool json = false;
   app.set_version_flag("--version", std::string{"weightctl "} + weightctl_version());
-  app.add_option("--address", online.connection.address, "The daemon's gRPC address")
+  auto* address_opt = app.add_option("--address", online.connection.address, "The daemon's gRPC address")
       ->envname("WEIGHTD_ADDRESS")
       ->capture_default_str();
   app.add_option("--tenant", online.tenant, "Tenant")->envname("WEIGHTD_TENANT")->capture_default_str();
@@ -134,6 +135,15 @@ int main(int argc, char** argv) {
   auto* obj_ls_cmd = obj_cmd->add_subcommand("ls", "List objects");
   obj_ls_cmd->add_option("PREFIX", prefix, "Only keys starting with this");
   auto* status_cmd = app.add_subcommand("status", "The daemon's tiers, journal and counters");
+  watch_args watch;
+  auto* watch_cmd = app.add_subcommand(
+      "watch", "Follow the journal live, one line per event (NDJSON with --json); reconnects "
+               "by itself from the last seq shown");
+  watch_cmd->add_option("--from", watch.from, "First seq to show (default: events from now on)");
+  watch_cmd->add_option("--stream", watch.stream,
+                        "Only streams starting with this, e.g. 'revision|default/llama'");
+  watch_cmd->add_option("--type", watch.types, "Only this event type (repeatable), e.g. lease_granted");
+  watch_cmd->add_option("--count", watch.count, "Stop after this many events");
 
   journal_location where;
   app.add_option("--data-dir", where.data_dir, "weightd's data directory (offline commands)")
@@ -174,7 +184,8 @@ int main(int argc, char** argv) {
 
   history_args history;
   auto* history_cmd = app.add_subcommand(
-      "history", "One revision's timeline from the journal (offline, read-only)");
+      "history", "One revision's timeline: from the journal files (offline, read-only), or "
+                 "from the daemon with --address / WEIGHTD_ADDRESS");
   history_cmd->add_option("id", history.id,
                           "[tenant:]ns/resource@revision[#generation]; without #generation the "
                           "highest live one")
@@ -229,10 +240,20 @@ int main(int argc, char** argv) {
   if (*obj_rm_cmd) return obj_rm(online, keys, force, std::cout, std::cerr);
   if (*obj_ls_cmd) return obj_ls(online, prefix, std::cout, std::cerr);
   if (*status_cmd) return show_status(online, std::cout, std::cerr);
+  if (*watch_cmd) return watch_events(online, watch, std::cout, std::cerr);
   if (*dump_cmd) return journal_dump(where, dump, std::cout, std::cerr);
   if (*stats_cmd) return journal_stats(where, stats, std::cout, std::cerr);
   if (*replay_cmd) return journal_replay(where, replay, std::cout, std::cerr);
   if (*verify_cmd) return journal_verify(where, verify, std::cout, std::cerr);
-  if (*history_cmd) return revision_history(where, history, std::cout, std::cerr);
+  if (*history_cmd) {
+    // Online when the daemon's address is named and the journal's files are not.
+    bool files_named = app.get_option("--data-dir")->count() > 0 ||
+                       app.get_option("--journal-dir")->count() > 0;
+    if (address_opt->count() > 0 && !files_named) {
+      online.json = history.json;
+      return online_history(online, history.id, std::cout, std::cerr);
+    }
+    return revision_history(where, history, std::cout, std::cerr);
+  }
   return kExitUsage;
 }
