@@ -27,6 +27,8 @@ PACKAGES=(
   libcaf-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   liblmdb-dev libspdlog-dev doctest-dev libcli11-dev libxxhash-dev libssl-dev
   libcpp-httplib-dev lmdb-utils nlohmann-json3-dev prometheus-cpp-dev libsystemd-dev
+  # The Python package (python/) and its tests, run by ctest like the rest.
+  python3-grpcio python3-protobuf python3-pytest python3-numpy
 )
 # Only the benchmarks need these: lease_bench compares with etcd 3.4.
 BENCH_PACKAGES=(etcd-server)
