@@ -21,6 +21,8 @@
 
 #include "api/common/transfer_buffers.hpp"
 #include "api/client/client.hpp"
+#include "api/client/local_mapping.hpp"
+#include "events/identity.hpp"
 #include "api/cli/transfer_commands.hpp"
 #include "bench_support.hpp"
 #include "persistence/tier_store.hpp"
@@ -208,10 +210,45 @@ int main(int argc, char** argv) {
   auto exported = dir.data / "exported";
   double export_s = best(
       [&](int) {
-        if (api::export_dir(o, "default/bench-model@main#1", exported.string(), true, out, err) != 0)
+        if (api::export_dir(o, "default/bench-model@main#1", exported.string(), {.quiet = true},
+                            out, err) != 0)
           fail("export: " + err.str());
       },
       [&] { std::filesystem::remove_all(exported); });
+  double export_local_s = best(
+      [&](int) {
+        if (api::export_dir(o, "default/bench-model@main#1", exported.string(),
+                            {.quiet = true, .local = true}, out, err) != 0)
+          fail("export --local: " + err.str());
+      },
+      [&] { std::filesystem::remove_all(exported); });
+  // The C++ client's local read: OpenLocal under a lease, the replica files
+  // mapped read-only, their bytes written out (what `cat` does, no sha256).
+  api::client reader{o.connection};
+  double local_copy_s = best(
+      [&](int) {
+        v1::AcquireLeaseRequest acquire;
+        *acquire.mutable_id() = events::revision_key{"default", "default", "bench-model", "main", 1}.to_proto();
+        acquire.set_holder("api_bench");
+        acquire.set_ttl_ms(60'000);
+        auto lease = reader.acquire_lease(acquire);
+        if (!lease) fail("lease: " + lease.error().to_string());
+        v1::OpenLocalRequest req;
+        *req.mutable_id() = acquire.id();
+        req.set_lease_id(lease->lease_id());
+        auto mapped = api::map_local(reader, req);
+        if (!mapped) fail("OpenLocal: " + mapped.error().to_string());
+        std::filesystem::create_directories(cat_out);
+        int n = 0;
+        for (const auto& p : mapped->payloads) {
+          std::ofstream file(cat_out / ("payload-" + std::to_string(n++)), std::ios::binary);
+          file.write(p.bytes().data(), static_cast<std::streamsize>(p.bytes().size()));
+        }
+        v1::ReleaseLeaseRequest release;
+        release.set_lease_id(lease->lease_id());
+        (void)reader.release_lease(release);
+      },
+      [&] { std::filesystem::remove_all(cat_out); });
   double mib = static_cast<double>(file_bytes * files) / (1 << 20);
   std::printf("\n%.0f MiB model directory, %d files, best of %d runs each\n", mib, files, rounds);
   std::printf("%-8s %14s   %-26s %10s %8s\n", "", "weightd MiB/s", "baseline", "MiB/s", "ratio");
@@ -223,6 +260,8 @@ int main(int argc, char** argv) {
   row("", import_s, "cp -r + sha256 of files", cp_sha_s);
   row("export", export_s, "cat (from tmpfs)", cat_s);
   row("", export_s, "cat + sha256 of files", cat_sha_s);
+  row("--local", export_local_s, "cat + sha256 of files", cat_sha_s);
+  row("mapped", local_copy_s, "cat (from tmpfs)", cat_s);
 
   // Many small files (a tokenizer split in pieces, a sharded index): what
   // counts is the calls per file, so --jobs is compared with --jobs 1.
