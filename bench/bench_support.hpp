@@ -1,9 +1,12 @@
 // What the benchmarks share: a scratch directory, an embedded weightd with a
-// durable LMDB journal and a gRPC server in the same process, a tiny READY
-// revision, and timed loops on N client threads. Benchmarks print figures;
-// they assert nothing.
+// durable LMDB journal and a gRPC server in the same process (or, for a
+// bench compiled with WEIGHTD_DAEMON, the real daemon binary as a child
+// process), a tiny READY revision (embedded or over the client), and timed
+// loops on N client threads. Benchmarks print figures; they assert nothing.
 #pragma once
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,6 +20,8 @@
 #include <vector>
 
 #include "actors/embedded.hpp"
+#include "api/client/client.hpp"
+#include "api/common/loopback.hpp"
 #include "api/server/server.hpp"
 #include "events/identity.hpp"
 #include "events/digest.hpp"
@@ -76,7 +81,7 @@ struct served_weightd {
 inline events::revision_key ready_revision(actors::embedded& store, const std::string& resource) {
   events::revision_key id{"default", "default", resource, "main", 1};
   std::string payload(16, 'w'), manifest = "{\"files\":[\"w\"]}";
-  auto begun = store.begin_import({id, "", 1, payload.size(), false, {}, 0, "bench", ""}).get();
+  auto begun = store.begin_import({id, "", 1, payload.size(), false, {}, 0, "bench", "", {}}).get();
   if (!begun) fail(begun.error().to_string());
   actors::put_request put;
   put.key = "weights/" + resource + "/w";
@@ -98,6 +103,89 @@ inline events::revision_key ready_revision(actors::embedded& store, const std::s
   if (auto r = store.commit_import(commit).get(); !r) fail(r.error().to_string());
   return id;
 }
+
+/// The same tiny READY revision through the client: BeginImport, two object
+/// Puts (payload and manifest), CommitImport (3 fsynced events).
+inline void ready_revision(api::client& c, const events::revision_key& id) {
+  std::string payload(16, 'w'), manifest = "{\"files\":[\"w\"]}";
+  auto group = events::payload_group_id(id);
+  v1::BeginImportRequest begin;
+  *begin.mutable_id() = id.to_proto();
+  begin.set_expected_payload_count(1);
+  begin.set_expected_logical_bytes(payload.size());
+  auto begun = c.begin_import(begin);
+  if (!begun) fail(begun.error().to_string());
+  v1::PutHeader h;
+  h.set_key("weights/" + id.resource + "/w");
+  h.set_group_id(group);
+  h.set_data_type(events::v1::DATA_TYPE_WEIGHT);
+  auto put = c.put_bytes(h, payload);
+  if (!put) fail(put.error().to_string());
+  v1::PutHeader mh = h;
+  mh.set_key(events::manifest_key(id));
+  mh.set_data_type(events::v1::DATA_TYPE_METADATA);
+  auto meta = c.put_bytes(mh, manifest);
+  if (!meta) fail(meta.error().to_string());
+  v1::CommitImportRequest commit;
+  *commit.mutable_id() = id.to_proto();
+  commit.set_expected_metadata_generation(begun->metadata_generation());
+  auto* m = commit.mutable_manifest();
+  m->set_manifest_key(mh.key());
+  m->set_manifest_sha256(meta->sha256());
+  m->set_payload_keys_sha256(events::payload_keys_sha256({h.key()}));
+  m->set_payload_count(1);
+  m->set_logical_bytes(payload.size());
+  commit.add_payload_keys(h.key());
+  if (auto r = c.commit_import(commit); !r) fail(r.error().to_string());
+}
+
+#ifdef WEIGHTD_DAEMON
+/// The weightd binary (WEIGHTD_DAEMON) in a child process on free loopback
+/// ports, its data under `dir`, with `flags` added; SIGTERM on destruction.
+/// The figures are then the daemon's own (its memory, its threads), not
+/// shared with the bench's client side.
+struct daemon_process {
+  pid_t pid = -1;
+  std::string address;
+
+  explicit daemon_process(const scratch& dir, const std::vector<std::string>& flags = {}) {
+    address = "127.0.0.1:" + std::to_string(api::free_loopback_port());
+    std::vector<std::string> args{
+        "weightd",
+        "--listen=" + address,
+        "--http-listen=127.0.0.1:" + std::to_string(api::free_loopback_port()),
+        "--data-dir=" + dir.data.string(),
+        "--hot-dir=" + dir.hot.string(),
+        "--log-level=warn",
+        "--scrub-rate=0"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    pid = fork();
+    if (pid < 0) fail("fork failed");
+    if (pid == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(WEIGHTD_DAEMON, argv.data());
+      _exit(127);
+    }
+  }
+  ~daemon_process() {
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+  }
+  daemon_process(const daemon_process&) = delete;
+  daemon_process& operator=(const daemon_process&) = delete;
+
+  /// Waits (up to 10 s) until the daemon answers Status through `c`.
+  void wait_until_up(api::client& c) const {
+    for (int i = 0; i < 200; ++i) {
+      if (c.server_status().ok()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    fail("weightd did not start at " + address);
+  }
+};
+#endif
 
 /// Runs `op(client_index)` on `clients` threads until `seconds` pass; each
 /// call counts as one operation. Returns operations per second.

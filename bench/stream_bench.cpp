@@ -10,8 +10,6 @@
 //   stream_bench [--streams 500] [--connections 5] [--object-mib 16]
 #include <CLI/CLI.hpp>
 #include <grpcpp/grpcpp.h>
-#include <signal.h>
-#include <sys/wait.h>
 
 #include <fstream>
 
@@ -32,35 +30,6 @@ double rss_mib(pid_t pid) {
     if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
   fail("no VmRSS for pid " + std::to_string(pid));
 }
-
-int free_port() {
-  // The kernel's next ephemeral ports are free enough for a bench.
-  return 20000 + static_cast<int>(getpid() % 20000);
-}
-
-struct daemon_process {
-  pid_t pid = -1;
-  std::string address;
-  daemon_process(const scratch& dir) {
-    int port = free_port();
-    address = "127.0.0.1:" + std::to_string(port);
-    pid = fork();
-    if (pid < 0) fail("fork failed");
-    if (pid == 0) {
-      std::string listen = "--listen=" + address;
-      std::string http = "--http-listen=127.0.0.1:" + std::to_string(port + 1);
-      std::string data = "--data-dir=" + dir.data.string();
-      std::string hot = "--hot-dir=" + dir.hot.string();
-      execl(WEIGHTD_DAEMON, "weightd", listen.c_str(), http.c_str(), data.c_str(), hot.c_str(),
-            "--log-level=warn", "--scrub-rate=0", static_cast<char*>(nullptr));
-      _exit(127);
-    }
-  }
-  ~daemon_process() {
-    ::kill(pid, SIGTERM);
-    ::waitpid(pid, nullptr, 0);
-  }
-};
 
 /// A Get whose client never reads.
 struct idle_get {
@@ -87,12 +56,7 @@ int main(int argc, char** argv) {
   options.deadline = std::chrono::milliseconds{5'000};
   options.attempts = 1;
   api::client client(options);
-  bool up = false;
-  for (int i = 0; i < 200 && !up; ++i) {
-    up = client.server_status().ok();
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (!up) fail("weightd did not start at " + daemon.address);
+  daemon.wait_until_up(client);
 
   v1::PutHeader h;
   h.set_key("model.bin");
