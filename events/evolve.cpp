@@ -22,7 +22,7 @@ bool operator==(const object_index& a, const object_index& b) {
 bool operator==(const store_state& a, const store_state& b) {
   return a.applied_seq == b.applied_seq && a.writer_id == b.writer_id &&
          a.writers_started == b.writers_started && a.last_event_ms == b.last_event_ms &&
-         a.objects == b.objects && a.revisions == b.revisions;
+         a.objects == b.objects && a.revisions == b.revisions && a.lineages == b.lineages;
 }
 
 namespace {
@@ -85,7 +85,11 @@ status apply_object_removed(object_index& s, const v1::Envelope& e) {
 status apply_payload(store_state& s, const v1::Envelope& e) {
   using P = v1::Envelope::PayloadCase;
   if (is_object_event(e)) return evolve_objects(s.objects, e);
-  if (is_revision_event(e)) return evolve_revisions(s.revisions, e);
+  if (is_revision_event(e)) {
+    if (auto st = evolve_revisions(s.revisions, e); !st.ok()) return st;
+    return evolve_lineages(s.lineages, e);  // a commit raises its lineage's watermark
+  }
+  if (is_lineage_event(e)) return evolve_lineages(s.lineages, e);
   switch (e.payload_case()) {
     case P::kWriterStarted:
       s.writer_id = e.writer_started().writer_id();
@@ -108,6 +112,7 @@ bool is_object_event(const v1::Envelope& e) {
 std::string stream_of(const v1::Envelope& e) {
   using P = v1::Envelope::PayloadCase;
   if (is_revision_event(e)) return revision_stream(revision_of(e));
+  if (is_lineage_event(e)) return revision_stream(lineage_base_of(e));  // the base's story
   switch (e.payload_case()) {
     case P::kObjectPut: return object_stream(e.object_put().tenant(), e.object_put().key());
     case P::kReplicaAdded: return object_stream(e.replica_added().tenant(), e.replica_added().key());
@@ -128,6 +133,17 @@ status evolve_objects(object_index& index, const v1::Envelope& e) {
     case P::kObjectRemoved: return apply_object_removed(index, e);
     default: return refuse(e, "not an object event");
   }
+}
+
+status check_touched(const store_state& s, const v1::Envelope& e) {
+  if (is_revision_event(e))
+    if (auto st = check_invariants(*s.revisions.find(revision_of(e)), s.revisions); !st.ok())
+      return st;
+  if (is_lineage_event(e) || e.has_import_committed())
+    if (const auto* l = s.lineages.find(lineage_key(
+            is_lineage_event(e) ? lineage_base_of(e) : revision_of(e))))
+      return check_invariants(*l);
+  return {};
 }
 
 status evolve(store_state& state, const v1::Envelope& event) {

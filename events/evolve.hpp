@@ -18,6 +18,11 @@ namespace weightd::events {
 /// replay reports it as corruption or a bug rather than folding nonsense.
 status evolve(store_state& state, const v1::Envelope& event);
 
+/// The SPEC §3 and §4 invariants of what `event` touched (its revision, its
+/// lineage) in the state it was just folded into; the first violation, named.
+/// Recovery, `journal verify` and the tests run it after every event.
+status check_touched(const store_state& state, const v1::Envelope& event);
+
 /// True for object_put, replica_added, replica_dropped and object_removed.
 bool is_object_event(const v1::Envelope& event);
 

@@ -58,7 +58,7 @@ bool operator==(const revision_record& a, const revision_record& b) {
          a.manifest == b.manifest &&
          a.payload_keys == b.payload_keys && a.observed_hot_ratio == b.observed_hot_ratio &&
          a.operation_id == b.operation_id && a.drain_deadline_ms == b.drain_deadline_ms &&
-         a.leases == b.leases &&
+         a.retired_by == b.retired_by && a.leases == b.leases &&
          a.created_at_ms == b.created_at_ms && a.updated_at_ms == b.updated_at_ms &&
          a.last_accessed_at_ms == b.last_accessed_at_ms &&
          a.last_request_digest == b.last_request_digest;
@@ -88,6 +88,7 @@ const v1::RevisionId& id_of(const v1::Envelope& e) {
     case P::kRevisionDeleted: return e.revision_deleted().id();
     case P::kAvailabilityObserved: return e.availability_observed().id();
     case P::kResidencyObserved: return e.residency_observed().id();
+    case P::kRetirementStarted: return e.retirement_started().id();
     case P::kLeaseGranted: return e.lease_granted().id();
     case P::kLeaseRenewed: return e.lease_renewed().id();
     case P::kLeaseReleased: return e.lease_released().id();
@@ -244,6 +245,16 @@ status evolve_revisions(revision_index& index, const v1::Envelope& e) {
       touch(r, e, p.request_digest());
       return {};
     }
+    case P::kRetirementStarted: {
+      const auto& p = e.retirement_started();
+      if (!r.visible()) return refuse(e, "not READY or DEGRADED");
+      if (!r.retired_by.empty()) return refuse(e, "already retiring");
+      if (r.operation_id) return refuse(e, "an operation is active");
+      if (p.upsert_request_id().empty()) return refuse(e, "no claim names the retirement");
+      r.retired_by = p.upsert_request_id();
+      touch(r, e, p.request_digest());
+      return {};
+    }
     case P::kRevisionDeleted:
       if (r.availability != v1::DELETING) return refuse(e, "not DELETING");
       if (!r.leases.empty()) return refuse(e, "leases are live");
@@ -344,6 +355,7 @@ status check_invariants(const revision_record& r, const revision_index& index) {
     return violation(std::string{r.availability == v1::DELETED ? "DELETED" : "DELETING"} +
                      " with a live lease");
   if (r.drain_deadline_ms > 0 && !r.visible()) return violation("a drain outside READY/DEGRADED");
+  if (r.retiring() && r.operation_id) return violation("a retiring revision with an active operation");
   if (r.operation_id) {
     auto it = index.operations.find(r.operation_id);
     if (it == index.operations.end() || it->second.state != operation_state::running)

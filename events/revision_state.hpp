@@ -93,6 +93,7 @@ struct revision_record {
   double observed_hot_ratio = 0;
   uint64_t operation_id = 0;  // 0 = none
   int64_t drain_deadline_ms = 0;  // > 0: a removal waits for the leases to drain
+  std::string retired_by;  // the upsert claim retiring it ("" = none): a drain without deadline
   std::map<uint64_t, lease_record> leases;  // by id; see lease_record
   int64_t created_at_ms = 0, updated_at_ms = 0, last_accessed_at_ms = 0;
   std::string last_request_digest;  // of the request behind the last event
@@ -100,7 +101,9 @@ struct revision_record {
   bool visible() const {
     return availability == v1::READY || availability == v1::DEGRADED;
   }
-  bool draining() const { return drain_deadline_ms > 0 && visible(); }
+  /// No new leases: a removal or a retirement waits for the leases to end.
+  bool draining() const { return (drain_deadline_ms > 0 || !retired_by.empty()) && visible(); }
+  bool retiring() const { return !retired_by.empty() && visible(); }
   friend bool operator==(const revision_record& a, const revision_record& b);
   friend bool operator!=(const revision_record& a, const revision_record& b) { return !(a == b); }
 };

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "events/events.pb.h"
+#include "events/lineage_state.hpp"
 #include "events/revision_state.hpp"
 
 namespace weightd::events {
@@ -101,6 +102,7 @@ struct store_state {
   int64_t last_event_ms = 0; // timestamp of the last folded event
   object_index objects;
   revision_index revisions;
+  lineage_index lineages;
 
   friend bool operator==(const store_state& a, const store_state& b);
   friend bool operator!=(const store_state& a, const store_state& b) { return !(a == b); }

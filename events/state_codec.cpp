@@ -47,6 +47,7 @@ std::string encode_state(const store_state& s) {
     p->set_observed_hot_ratio(r.observed_hot_ratio);
     p->set_operation_id(r.operation_id);
     p->set_drain_deadline_ms(r.drain_deadline_ms);
+    p->set_retired_by(r.retired_by);
     p->set_created_at_ms(r.created_at_ms);
     p->set_updated_at_ms(r.updated_at_ms);
     p->set_last_accessed_at_ms(r.last_accessed_at_ms);
@@ -80,6 +81,19 @@ std::string encode_state(const store_state& s) {
   }
   out.set_last_operation_id(s.revisions.last_operation_id);
   out.set_last_lease_id(s.revisions.last_lease_id);
+  for (const auto& [key, l] : s.lineages.lineages) {
+    auto* p = out.add_lineages();
+    *p->mutable_lineage() = key.to_proto();
+    p->set_watermark(l.watermark);
+    if (l.claim) {
+      auto* c = p->mutable_claim();
+      *c->mutable_claimed() = l.claim->claimed;
+      c->set_phase(l.claim->phase);
+      c->set_reason(l.claim->reason);
+      c->set_claimed_at_ms(l.claim->claimed_at_ms);
+      c->set_updated_at_ms(l.claim->updated_at_ms);
+    }
+  }
   return out.SerializeAsString();
 }
 
@@ -128,6 +142,7 @@ result<store_state> decode_state(std::string_view bytes) {
     r.observed_hot_ratio = p.observed_hot_ratio();
     r.operation_id = p.operation_id();
     r.drain_deadline_ms = p.drain_deadline_ms();
+    r.retired_by = p.retired_by();
     r.created_at_ms = p.created_at_ms();
     r.updated_at_ms = p.updated_at_ms();
     r.last_accessed_at_ms = p.last_accessed_at_ms();
@@ -162,6 +177,24 @@ result<store_state> decode_state(std::string_view bytes) {
   }
   s.revisions.last_operation_id = in.last_operation_id();
   s.revisions.last_lease_id = in.last_lease_id();
+  for (const auto& p : in.lineages()) {
+    lineage_record l;
+    l.lineage = revision_key::from_proto(p.lineage());
+    if (s.lineages.lineages.count(l.lineage))
+      return status{errc::data_loss,
+                    "the state snapshot lists lineage " + canonical_text(l.lineage) + " twice"};
+    l.watermark = p.watermark();
+    if (p.has_claim()) {
+      upsert_claim c;
+      c.claimed = p.claim().claimed();
+      c.phase = p.claim().phase();
+      c.reason = p.claim().reason();
+      c.claimed_at_ms = p.claim().claimed_at_ms();
+      c.updated_at_ms = p.claim().updated_at_ms();
+      l.claim = std::move(c);
+    }
+    s.lineages.lineages.emplace(l.lineage, std::move(l));
+  }
   return s;
 }
 
@@ -215,6 +248,18 @@ status check_snapshot(const store_state& state) {
                  " (its active operation " + std::to_string(r->operation_id) + ", " +
                  std::to_string(r->affinity_units) + " units against " +
                  std::to_string(op.total_units) + ")");
+  }
+  for (const auto& [key, l] : state.lineages.lineages) {
+    auto name = "lineage " + canonical_text(key);
+    if (!(key == l.lineage) || key.generation != 0) return bad(name + " is stored under another key");
+    if (l.claim) {
+      if (!v1::ClaimPhase_IsValid(l.claim->phase) || l.claim->phase == v1::CLAIM_PHASE_UNSPECIFIED ||
+          !v1::UpsertMode_IsValid(l.claim->mode()))
+        return bad(name + " has a claim phase or mode out of range");
+      if (!(lineage_key(l.claim->base()) == key))
+        return bad(name + " has a claim on another lineage's base");
+    }
+    if (auto st = check_invariants(l); !st.ok()) return bad(st.message());
   }
   uint64_t hot = 0, cold = 0;
   for (const auto& [ref, o] : state.objects.objects) {
