@@ -218,6 +218,9 @@ struct begin_import {
   events::policy policy;
   uint64_t affinity_count = 0;  // 0 = not given
   std::string principal, request_id;
+  /// An upsert's claim events, committed in the same transaction as the
+  /// import's own (never without them: a no-op begin is CONFLICT then).
+  std::vector<events::v1::Envelope> along;
 };
 
 struct commit_import {
@@ -226,6 +229,7 @@ struct commit_import {
   events::manifest_ref manifest;
   std::vector<std::string> payload_keys;
   std::string principal, request_id;
+  std::vector<events::v1::Envelope> along;  // as for begin_import
 };
 
 struct abort_import {
@@ -246,6 +250,16 @@ struct remove_revision {
   events::revision_key id;
   uint64_t expected_generation = 0;
   int64_t drain_timeout_ms = 0;
+  std::string principal, request_id;
+};
+
+/// An upsert's claim retires its base (SPEC §4 Lineage replacement): no new
+/// leases, UpdatePolicy/Migrate BUSY, deleted once its leases end. A running
+/// operation is cancelled (the revision is going away).
+struct retire_revision {
+  events::revision_key id;
+  std::string upsert_request_id;  // the claim
+  uint64_t target_generation = 0;
   std::string principal, request_id;
 };
 
@@ -296,6 +310,40 @@ struct registry_stats {
   std::map<std::string, uint64_t> operations; // by state: "RUNNING" -> n
   int64_t oldest_running_operation_ms = 0;    // started_at of the oldest RUNNING one (0 = none)
   uint64_t live_leases = 0;                   // leases in the fold, over every revision
+};
+
+// ------------------------------------------------------ lineage commands
+// SPEC §4 Lineage replacement (upsert): the lineage's actor runs them one
+// after another (lineage.hpp).
+
+struct begin_upsert {
+  events::revision_key base;
+  uint64_t expected_generation = 0;  // the base's metadata generation
+  uint64_t target_generation = 0;
+  events::v1::UpsertMode mode = events::v1::UPSERT_PUT_FIRST;
+  begin_import target;  // the target's import parameters (its id: base's lineage, target generation)
+  std::string principal, request_id;
+};
+
+struct commit_upsert {
+  commit_import commit;  // the target's CommitImport (its id names the target)
+  std::string principal, request_id;
+};
+
+struct abort_upsert {
+  events::revision_key base;
+  std::string principal, request_id;
+};
+
+struct get_lineage {
+  events::revision_key lineage;  // generation ignored
+};
+
+/// GetLineage: the watermark and the newest claim.
+struct lineage_view {
+  events::revision_key lineage;
+  uint64_t watermark = 0;
+  std::optional<events::upsert_claim> claim;
 };
 
 // ------------------------------------------------------ residency commands
@@ -572,6 +620,8 @@ using revision_commands = caf::typed_actor<
     caf::replies_to<abort_import>::with<removal_result>,
     // UpdatePolicy on READY/DEGRADED.
     caf::replies_to<update_policy>::with<revision_view>,
+    // Retires the base of a committed upsert (idempotent for the same claim).
+    caf::replies_to<retire_revision>::with<revision_view>,
     // RemoveRevision: DELETING, payloads then manifest removed, DELETED.
     caf::replies_to<remove_revision>::with<removal_result>,
     // GetRevision (hidden states only with include_hidden).
@@ -609,6 +659,24 @@ using revision_actor = revision_commands::extend<
     // next round of its active operation.
     caf::reacts_to<caf::tick_atom>>;
 
+/// One lineage (SPEC §4 upsert): owns its watermark and claim, drives a claim
+/// through its phases with the revisions' own commands, one command at a time.
+using lineage_actor = caf::typed_actor<
+    // BeginUpsert: a new claim (or the same one again); PUT_FIRST begins the
+    // target's import, DELETE_FIRST deletes the base first.
+    caf::replies_to<begin_upsert>::with<lineage_view>,
+    // CommitUpsert: commits the target; the base retires. Again: the state.
+    caf::replies_to<commit_upsert>::with<revision_view>,
+    // AbortUpsert: ends an uncommitted claim (its target's import aborted).
+    caf::replies_to<abort_upsert>::with<lineage_view>,
+    // GetLineage.
+    caf::replies_to<get_lineage>::with<lineage_view>,
+    // A revision of the lineage changed (the registry forwards): the
+    // watermark, and the claim's next step.
+    caf::reacts_to<revision_view>,
+    // Takes the claim's next step (after a restart).
+    caf::reacts_to<caf::tick_atom>>;
+
 /// The registry: routes each command to the one actor of its identity and
 /// serves listings from its index (identity -> view, per-lineage order).
 using registry_actor = revision_commands::extend<
@@ -621,7 +689,12 @@ using registry_actor = revision_commands::extend<
     caf::replies_to<reconcile_request>::with<reconcile_report>,
     // One reconciler round (reconciler.hpp). The registry sends it to itself
     // every reconcile interval.
-    caf::reacts_to<caf::tick_atom>>::extend_with<revision_listener>;
+    caf::reacts_to<caf::tick_atom>,
+    // Lineage commands, handed to the lineage's actor.
+    caf::replies_to<begin_upsert>::with<lineage_view>,
+    caf::replies_to<commit_upsert>::with<revision_view>,
+    caf::replies_to<abort_upsert>::with<lineage_view>,
+    caf::replies_to<get_lineage>::with<lineage_view>>::extend_with<revision_listener>;
 
 }  // namespace weightd::actors
 
@@ -649,6 +722,12 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::commit_import)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::abort_import)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::update_policy)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::remove_revision)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::retire_revision)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::begin_upsert)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::commit_upsert)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::abort_upsert)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::get_lineage)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::lineage_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::get_revision)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::list_revisions)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::actors::revision_view)

@@ -100,6 +100,10 @@ result<decision> decide_acquire(const revision_record* current, const acquire_le
   if (current->availability != v1::READY)
     return status{errc::not_ready, name + " is " + v1::Availability_Name(current->availability) +
                                        "; leases are granted only on READY revisions"};
+  if (current->retiring())
+    return status{errc::not_ready, name + " retires (upsert claim '" + current->retired_by +
+                                       "' replaced it with a higher generation); it grants no " +
+                                       "new lease: read the new generation"};
   if (current->draining())
     return status{errc::not_ready, name + " is being removed (draining until " +
                                        events::utc_text(current->drain_deadline_ms) +
@@ -187,7 +191,8 @@ decision decide_reconcile(const revision_record& r, const decide_context& ctx) {
   if (!r.draining()) return d;
   auto live = live_leases(r, ctx.now_ms);
   if (!live.empty()) {
-    if (ctx.now_ms < r.drain_deadline_ms) return d;  // still draining
+    // Still draining; a retirement has no deadline: its leases renew until they end.
+    if (r.drain_deadline_ms == 0 || ctx.now_ms < r.drain_deadline_ms) return d;
     for (const auto& l : live)
       d.events.push_back(revoked(r, l.id, "the drain deadline of RemoveRevision passed", ctx, "", ""));
   }

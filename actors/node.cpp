@@ -68,9 +68,8 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   // 1. Rebuild the state: the newest snapshot plus the fold of the tail,
   //    checking the invariants of every revision an event touches.
   persistence::fold_options fold;
-  fold.after_each = [](const events::store_state& s, const events::v1::Envelope& e) -> status {
-    if (!events::is_revision_event(e)) return {};
-    return events::check_invariants(*s.revisions.find(events::revision_of(e)), s.revisions);
+  fold.after_each = [](const events::store_state& s, const events::v1::Envelope& e) {
+    return events::check_touched(s, e);
   };
   auto folded = persistence::fold_journal(*backend, fold);
   if (!folded)
@@ -140,7 +139,7 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   auto reconciler = config.reconciler;
   reconciler.high_watermark = config.objects.high_watermark;  // one pair of watermarks
   reconciler.eviction_ratio = config.objects.eviction_ratio;
-  n->registry_ = spawn_registry(sys, n->recovered_.revisions, deps, reconciler);
+  n->registry_ = spawn_registry(sys, n->recovered_.revisions, deps, reconciler, n->recovered_.lineages);
   n->reader_ = spawn_journal_reader(sys, backend, n->journal_, config.reader, config.detached);
   std::vector<std::pair<std::string, caf::actor>> core{
       {"the journal writer", caf::actor_cast<caf::actor>(n->journal_)},

@@ -50,7 +50,7 @@ std::string maintenance(const revision_view& v, int64_t now, const reconciler_co
     reason = "the revision is DELETING; its members are removed in batches of 64";
     return "continue_deletion";
   }
-  if (r.draining() && (r.leases.empty() || r.drain_deadline_ms <= now)) {
+  if (r.draining() && (r.leases.empty() || (r.drain_deadline_ms > 0 && r.drain_deadline_ms <= now))) {
     reason = r.leases.empty() ? "its leases have drained" : "the drain deadline passed";
     return "finish_drain";
   }

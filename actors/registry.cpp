@@ -77,14 +77,53 @@ caf::result<Reply> route_known(reg_pointer self, Command& cmd) {
   return route<Reply>(self, cmd);
 }
 
+/// The actor of a lineage: existing, woken from its fold, or new.
+lineage_actor lineage_actor_for(reg_pointer self, const events::revision_key& id) {
+  auto& st = self->state;
+  auto key = events::lineage_key(id);
+  if (auto it = st.lineage_actors.find(key); it != st.lineage_actors.end()) return it->second;
+  events::lineage_record initial;
+  if (auto it = st.dormant_lineages.find(key); it != st.dormant_lineages.end()) {
+    initial = std::move(it->second);
+    st.dormant_lineages.erase(it);
+  }
+  lineage_deps deps{st.deps.journal, caf::actor_cast<revision_commands>(self), st.deps.now_ms,
+                    st.deps.default_policy, st.deps.timeout, st.deps.reconcile_interval};
+  auto actor = self->spawn<caf::linked>(lineage_impl, key, std::move(initial), std::move(deps));
+  st.lineage_actors.emplace(key, actor);
+  return actor;
+}
+
+/// Checks a lineage command's identity and hands it to the lineage's actor.
+template <class Reply, class Command>
+caf::result<Reply> route_lineage(reg_pointer self, Command& cmd, events::revision_key& id,
+                                 const char* field) {
+  auto proto = id.to_proto();
+  if (proto.weight_generation() == 0) proto.set_weight_generation(1);  // GetLineage names none
+  auto checked = events::checked_revision_key(proto);
+  if (!checked) {
+    auto st = checked.error();
+    return to_error({st.code(), std::string{field} + ": " + st.message()});
+  }
+  checked->generation = id.generation;
+  id = *checked;
+  return self->delegate(lineage_actor_for(self, id), std::move(cmd));
+}
+
 /// Keeps the view of a revision and the lease ids it holds.
 void learn(reg_pointer self, revision_view view) {
   auto& st = self->state;
-  bool guard_changes = true;
+  bool guard_changes = true, lineage_changes = true;
   if (auto old = st.views.find(view.record.id); old != st.views.end()) {
     for (const auto& [lease_id, l] : old->second.record.leases) st.lease_owners.erase(lease_id);
     guard_changes = old->second.record.availability != view.record.availability;
+    lineage_changes = guard_changes || old->second.record.retired_by != view.record.retired_by;
   }
+  // The lineage's watermark and claim follow availability (and retirement);
+  // a lineage whose revisions never got READY needs no actor.
+  if (lineage_changes &&
+      (view.record.visible() || st.lineage_actors.count(events::lineage_key(view.record.id))))
+    self->send(lineage_actor_for(self, view.record.id), view);
   for (const auto& [lease_id, l] : view.record.leases) st.lease_owners[lease_id] = view.record.id;
   if (view.operation) st.operation_owners[view.operation->id] = view.record.id;
   if (guard_changes) update_guard(self, view.record);  // leases do not concern the guard
@@ -235,12 +274,18 @@ caf::result<revision_page> list(reg_pointer self, list_revisions& q) {
 }  // namespace
 
 registry_actor spawn_registry(caf::actor_system& sys, const events::revision_index& recovered,
-                              revision_deps deps, reconciler_config reconciler) {
-  return sys.spawn([recovered, deps, reconciler](reg_pointer self) mutable -> registry_actor::behavior_type {
+                              revision_deps deps, reconciler_config reconciler,
+                              const events::lineage_index& lineages) {
+  return sys.spawn([recovered, deps, reconciler, lineages](reg_pointer self) mutable -> registry_actor::behavior_type {
     auto& st = self->state;
     st.deps = std::move(deps);
     st.deps.registry = caf::actor_cast<revision_listener>(self);
     st.reconciler = reconciler;
+    st.dormant_lineages = lineages.lineages;
+    // A claim a crash interrupted resumes: nothing else would take its next step.
+    for (const auto& [key, l] : lineages.lineages)
+      if (l.claim && !l.claim->finished())
+        self->send(lineage_actor_for(self, key), caf::tick_atom::value);
     for (const auto& [op_id, op] : recovered.operations) st.operation_owners[op_id] = op.revision;
     for (const auto& [id, record] : recovered.revisions) {
       auto part = slice(recovered, id);
@@ -262,6 +307,7 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
         [=](commit_import& cmd) { return route<revision_view>(self, cmd); },
         [=](abort_import& cmd) { return route<removal_result>(self, cmd); },
         [=](update_policy& cmd) { return route<revision_view>(self, cmd); },
+        [=](retire_revision& cmd) { return route<revision_view>(self, cmd); },
         [=](remove_revision& cmd) { return route<removal_result>(self, cmd); },
         [=](get_revision& cmd) { return route_known<revision_view>(self, cmd); },
         [=](list_revisions& q) { return list(self, q); },
@@ -321,6 +367,23 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
           self->delayed_send(self, self->state.reconciler.interval, caf::tick_atom::value);
         },
         [=](revision_view& view) { learn(self, std::move(view)); },
+        [=](begin_upsert& cmd) { return route_lineage<lineage_view>(self, cmd, cmd.base, "base"); },
+        [=](commit_upsert& cmd) {
+          return route_lineage<revision_view>(self, cmd, cmd.commit.id, "target");
+        },
+        [=](abort_upsert& cmd) { return route_lineage<lineage_view>(self, cmd, cmd.base, "base"); },
+        [=](get_lineage& cmd) -> caf::result<lineage_view> {
+          // A lineage nobody ever imported into is NOT_FOUND (no actor for a lookup).
+          auto key = events::lineage_key(cmd.lineage);
+          auto& st = self->state;
+          auto first = st.views.lower_bound(key);
+          bool known = st.lineage_actors.count(key) || st.dormant_lineages.count(key) ||
+                       (first != st.views.end() && first->first.same_lineage(key));
+          if (!known)
+            return to_error({errc::not_found, "lineage " + events::canonical_text(key) +
+                                                  " has no revision"});
+          return route_lineage<lineage_view>(self, cmd, cmd.lineage, "lineage");
+        },
     };
   });
 }

@@ -5,6 +5,7 @@
 // (SPEC §2 managed groups), and runs the reconciler's rounds.
 #pragma once
 
+#include "actors/lineage.hpp"
 #include "actors/reconciler.hpp"
 #include "actors/revision.hpp"
 
@@ -17,15 +18,19 @@ struct registry_state {
   std::map<events::revision_key, events::revision_index> dormant;  // folds not yet spawned
   std::map<uint64_t, events::revision_key> lease_owners;  // live lease id -> its revision
   std::map<uint64_t, events::revision_key> operation_owners;  // every operation id -> its revision
+  std::map<events::revision_key, lineage_actor> lineage_actors;       // spawned ones, by lineage key
+  std::map<events::revision_key, events::lineage_record> dormant_lineages;  // recovered, not yet spawned
   reconciler_config reconciler;
   events::revision_key reconcile_cursor;  // where the next reconciler round starts
   uint64_t allocation_failures_seen = 0;  // the store's spills + failed HOT reservations
   static const char* name;
 };
 
-/// Spawns the registry on the recovered revisions; live ones get their actor
-/// at once (DELETING ones resume their deletion), tombstones on demand.
+/// Spawns the registry on the recovered revisions and lineages; live
+/// revisions get their actor at once (DELETING ones resume their deletion),
+/// tombstones on demand; lineages with an unfinished claim resume it.
 registry_actor spawn_registry(caf::actor_system& sys, const events::revision_index& recovered,
-                              revision_deps deps, reconciler_config reconciler = {});
+                              revision_deps deps, reconciler_config reconciler = {},
+                              const events::lineage_index& lineages = {});
 
 }  // namespace weightd::actors

@@ -240,7 +240,16 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
       [=](begin_import& cmd) {
         auto rp = self->make_response_promise<revision_view>();
         enqueue_decision<revision_view>(
-            self, rp, on_record([cmd](auto* r, const auto& ctx) { return decide_begin(r, cmd, ctx); }),
+            self, rp,
+            on_record([cmd](auto* r, const auto& ctx) -> result<decision> {
+              auto decided = decide_begin(r, cmd, ctx);
+              if (!decided || cmd.along.empty()) return decided;
+              if (!decided->changes())  // the claim's events go only with a new import
+                return status{errc::conflict, "revision " + events::canonical_text(cmd.id) +
+                                                  " exists already; an upsert targets a new one"};
+              for (const auto& e : cmd.along) decided->events.push_back(e);
+              return decided;
+            }),
             view_reply);
         return rp;
       },
@@ -250,6 +259,17 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
             self, rp,
             on_record([cmd](auto* r, const auto& ctx) { return decide_update_policy(r, cmd, ctx); }),
             view_reply);
+        return rp;
+      },
+      [=](retire_revision& cmd) {
+        auto rp = self->make_response_promise<revision_view>();
+        enqueue_decision<revision_view>(
+            self, rp,
+            on_record([cmd](auto* r, const auto& ctx) { return decide_retire(r, cmd, ctx); }),
+            [id](const events::revision_index& fold) {
+              const auto* r = fold.find(id);
+              return r ? view_of(*r, fold) : revision_view{};
+            });
         return rp;
       },
       [=](migrate_revision& cmd) {
@@ -333,6 +353,9 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
           auto checked = precheck_commit(self->state.record(), cmd);
           if (!checked) return fail(checked.error());
           if (!checked->needs_group_check) {
+            if (!cmd.along.empty())  // the claim's events go only with the commit itself
+              return fail({errc::conflict, "revision " + events::canonical_text(cmd.id) +
+                                               " is committed already"});
             rp.deliver(current_view(self));
             return finished();
           }
@@ -347,7 +370,9 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
                     const auto& r = *self->state.record();
                     if (auto st = validate_commit_group(r, normalized, group); !st.ok())
                       return fail(st);
-                    persist(self, decide_commit(r, normalized, group, context(self)).events,
+                    auto events = decide_commit(r, normalized, group, context(self)).events;
+                    for (const auto& e : cmd.along) events.push_back(e);
+                    persist(self, std::move(events),
                             [=](status s) mutable {
                               if (!s.ok()) return fail(s);
                               rp.deliver(current_view(self));

@@ -47,6 +47,13 @@ status check_generation(const revision_record& r, uint64_t expected, const std::
 }
 
 /// Fills defaults and checks a policy; `field` prefixes errors.
+/// UpdatePolicy and Migrate on an upsert's retiring base.
+status retiring_busy(const revision_record& r) {
+  return {errc::busy, name(r.id) + " retires: upsert claim '" + r.retired_by +
+                          "' replaced it with a higher generation; it is deleted once its " +
+                          "leases end, and takes no policy change or migration meanwhile"};
+}
+
 status normalize_policy(events::policy& p, const std::string& field) {
   if (p.preferred == v1::RESIDENCY_UNKNOWN) p.preferred = v1::RESIDENCY_HOT;
   if (p.preferred != v1::RESIDENCY_HOT && p.preferred != v1::RESIDENCY_COLD &&
@@ -381,6 +388,7 @@ result<decision> decide_update_policy(const revision_record* current, const upda
   if (auto st = check_generation(*current, cmd.expected_generation, digest, retry); !st.ok())
     return st;
   if (retry || current->policy == policy) return decision{};
+  if (current->retiring()) return retiring_busy(*current);
   if (current->draining())
     return status{errc::not_ready, name(cmd.id) + " is being removed (its leases are draining)"};
   if (current->operation_id)
@@ -441,6 +449,7 @@ result<decision> decide_migrate(const revision_record* current, const events::re
   if (!current->visible())
     return status{errc::not_ready, name(cmd.id) + " is " + state_name(current->availability) +
                                        "; only a READY or DEGRADED revision migrates"};
+  if (current->retiring()) return retiring_busy(*current);
   if (current->policy.mode == v1::MIGRATION_PINNED)
     return status{errc::policy_unsatisfiable,
                   name(cmd.id) + " is PINNED: it does not migrate after its initial "
@@ -495,6 +504,40 @@ decision decide_auto_migrate(const revision_record* current, const auto_migrate&
   if (cmd.target == current->residency && cmd.target != v1::RESIDENCY_MIXED) return {};
   if (cmd.target == v1::RESIDENCY_MIXED && current->affinity_units < 2) return {};
   return decision{{automatic_migration(*current, cmd.target, cmd.mixed_hot_ratio, cmd.reason, ctx)}};
+}
+
+// ------------------------------------------------------------- retirement
+
+result<decision> decide_retire(const revision_record* current, const retire_revision& cmd,
+                               const decide_context& ctx) {
+  if (cmd.upsert_request_id.empty())
+    return status{errc::invalid_argument, "upsert_request_id is required to retire a revision"};
+  if (!current || current->availability == v1::DELETED || current->availability == v1::DELETING)
+    return decision{};  // gone or going: nothing left to retire
+  if (current->availability == v1::IMPORTING)
+    return status{errc::not_ready, name(cmd.id) + " is IMPORTING; only a READY revision retires"};
+  if (current->retired_by == cmd.upsert_request_id) return decision{};
+  if (!current->retired_by.empty())
+    return status{errc::conflict, name(cmd.id) + " retires already (claim '" +
+                                      current->retired_by + "')"};
+  decision d;
+  if (current->operation_id) {
+    auto e = revision_envelope(cmd.id, ctx.now_ms, cmd.principal, cmd.request_id);
+    auto* p = e.mutable_operation_cancelled();
+    *p->mutable_id() = cmd.id.to_proto();
+    p->set_operation_id(current->operation_id);
+    p->set_message("the revision retires: upsert claim '" + cmd.upsert_request_id +
+                   "' committed generation " + std::to_string(cmd.target_generation));
+    d.events.push_back(std::move(e));
+  }
+  auto e = revision_envelope(cmd.id, ctx.now_ms, cmd.principal, cmd.request_id);
+  auto* p = e.mutable_retirement_started();
+  *p->mutable_id() = cmd.id.to_proto();
+  p->set_upsert_request_id(cmd.upsert_request_id);
+  p->set_target_generation(cmd.target_generation);
+  p->set_request_digest(request_digest("RetireRevision", {cmd.upsert_request_id}));
+  d.events.push_back(std::move(e));
+  return d;
 }
 
 // ---------------------------------------------------------- RemoveRevision

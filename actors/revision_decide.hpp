@@ -69,6 +69,12 @@ decision decide_abandon(const events::revision_record& r, int64_t last_put_ms,
 result<decision> decide_update_policy(const events::revision_record* current,
                                       const update_policy& cmd, const decide_context& ctx);
 
+/// Retirement of an upsert's base: the running operation cancelled, then
+/// RetirementStarted; nothing when the same claim retires it already or it
+/// is going away anyway.
+result<decision> decide_retire(const events::revision_record* current,
+                               const retire_revision& cmd, const decide_context& ctx);
+
 result<decision> decide_remove(const events::revision_record* current, const remove_revision& cmd,
                                const decide_context& ctx);
 

@@ -66,7 +66,9 @@ void enqueue_decision(
                   }};
         }
         for (const auto& e : decided->events)
-          if (auto st = events::evolve_revisions(scratch, e); !st.ok()) {
+          if (events::is_lineage_event(e)) {
+            continue;  // an upsert's claim event, along: its lineage folds it
+          } else if (auto st = events::evolve_revisions(scratch, e); !st.ok()) {
             spdlog::error("a decision does not fold: {}", st.to_string());
             return {{}, [=](const status&) mutable { rp.deliver(to_error(st)); }};
           }

@@ -1,0 +1,51 @@
+// The lineage actor: one lineage (tenant, ns, resource, revision) as an
+// event-sourced entity (SPEC §4 Lineage replacement). It owns the lineage's
+// watermark and claim and drives a claim through its phases with the
+// revisions' own commands (begin, commit, retire, remove), sent through the
+// registry. Every step awaits its reply, so the lineage takes one command at
+// a time and later ones wait in its mailbox — no two claims race.
+//
+// Crash safety comes from what commits together: the UpsertClaimed event
+// goes into the journal in the same transaction as the target's ImportBegun
+// (PUT_FIRST), the RETIRING_BASE phase with the target's ImportCommitted.
+// What remains between two transactions (retiring the base, DELETE_FIRST's
+// delete, the phases that follow the base's deletion) is re-derived from the
+// revisions after a restart by next_upsert_step().
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+#include "actors/actors.hpp"
+#include "events/lineage_state.hpp"
+
+namespace weightd::actors {
+
+struct lineage_deps {
+  journal_actor journal;
+  revision_commands revisions;  // the registry: routes to the revision actors
+  std::function<int64_t()> now_ms;
+  events::policy default_policy;
+  std::chrono::seconds timeout{30};
+  std::chrono::milliseconds retry_interval{1000};  // a step that failed is retried after this
+};
+
+struct lineage_state {
+  events::revision_key lineage;
+  events::lineage_index local;  // this lineage's record: its durable fold
+  lineage_deps deps;
+  bool retry_scheduled = false;
+  static const char* name;
+  events::lineage_record& record() {
+    auto& l = local.lineages[lineage];
+    l.lineage = lineage;
+    return l;
+  }
+};
+
+using lineage_pointer = lineage_actor::stateful_pointer<lineage_state>;
+
+lineage_actor::behavior_type lineage_impl(lineage_pointer self, events::revision_key lineage,
+                                          events::lineage_record initial, lineage_deps deps);
+
+}  // namespace weightd::actors
