@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
 
   uint64_t bytes = 0;
   for (auto& f : files) bytes += f.second.size();
-  auto begun = store.begin_import({id, "", files.size(), bytes, false, {}, 0, "example", ""}).get();
+  auto begun = store.begin_import({id, "", files.size(), bytes, false, {}, 0, "example", "", {}}).get();
   if (!begun) return std::fprintf(stderr, "begin: %s\n", begun.error().to_string().c_str()), 1;
 
   std::vector<std::string> keys;
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
 
   events::manifest_ref ref{put_manifest.key, m->record.sha256, "",
                            events::payload_keys_sha256(keys), keys.size(), bytes};
-  auto committed = store.commit_import({id, 1, ref, keys, "example", ""}).get();
+  auto committed = store.commit_import({id, 1, ref, keys, "example", "", {}}).get();
   if (!committed) return std::fprintf(stderr, "commit: %s\n", committed.error().to_string().c_str()), 1;
   std::printf("published %s: %s, generation %llu, %zu payloads, %llu bytes\n",
               events::canonical_text(id).c_str(),

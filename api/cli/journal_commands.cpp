@@ -212,8 +212,7 @@ int journal_verify(const journal_location& where, const verify_args& args, std::
   o.use_snapshots = false;
   o.after_each = [&](const events::store_state& s, const v1::Envelope& e) -> status {
     ++events;
-    if (!events::is_revision_event(e)) return {};
-    auto st = events::check_invariants(*s.revisions.find(events::revision_of(e)), s.revisions);
+    auto st = events::check_touched(s, e);
     if (st.ok()) return st;
     return {st.code(), "seq " + std::to_string(e.global_seq()) + ": " + st.message()};
   };
@@ -288,6 +287,17 @@ std::string event_detail(const v1::Envelope& e, std::map<uint64_t, std::string>&
     auto it = holders.find(id);
     return fmt::format("lease {} {}", id, it == holders.end() ? "" : it->second);
   }
+  if (e.has_upsert_claimed()) {
+    const auto& p = e.upsert_claimed();
+    return fmt::format("claim {} {} -> #{}", p.request_id(), events::mode_name(p.mode()),
+                       p.target_generation());
+  }
+  if (e.has_claim_phase_changed())
+    return fmt::format("claim {} {}", e.claim_phase_changed().request_id(),
+                       events::phase_name(e.claim_phase_changed().phase()));
+  if (e.has_retirement_started())
+    return fmt::format("claim {} -> #{}", e.retirement_started().upsert_request_id(),
+                       e.retirement_started().target_generation());
   if (const auto* op = d->FindFieldByName("operation_id")) {
     std::string kind;
     if (e.has_operation_started())
@@ -306,7 +316,8 @@ int print_history(const events::revision_key& id, const history_source& read, bo
   uint64_t shown = 0;
   auto items = nlohmann::ordered_json::array();  // --json: one list document
   auto st = read([&](const v1::Envelope& e) {
-    auto applied = events::evolve_revisions(index, e);
+    // An upsert's claim events live in its base's stream; the lineage folds them.
+    auto applied = events::is_lineage_event(e) ? status{} : events::evolve_revisions(index, e);
     const auto* r = index.find(id);
     uint64_t generation = r ? r->metadata_generation : 0;
     auto detail = event_detail(e, holders);

@@ -207,6 +207,8 @@ int show_revision(const online_options& o, const std::string& text, std::ostream
   if (v.active_lease_count()) p.line("Nearest expiry", time_or_never(v.nearest_lease_expiry_ms()));
   if (v.drain_deadline_ms())
     p.line("Draining until", format_time(v.drain_deadline_ms()) + " (then revoked and removed)");
+  if (!v.retired_by().empty())
+    p.line("Retiring", "upsert claim '" + v.retired_by() + "' replaced it; removed once they end");
   d.section("Operation");
   if (v.operation_id() && v.has_operation()) {
     const auto& op = v.operation();
@@ -300,6 +302,56 @@ int abort_import(const online_options& o, const std::string& text,
                      availability_name(aborted->revision().availability()));
   for (const auto& r : aborted->refused_keys())
     out << fmt::format("  not touched: {} ({})\n", r.key(), in_cli_words(r.reason()));
+  return 0;
+}
+
+int show_lineage(const online_options& o, const std::string& text,
+                 const std::string& abort_request_id, std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  auto id = events::parse_canonical_text(text);
+  if (!id) return fail(err, id.error());
+  v1::GetLineageRequest q;
+  q.set_tenant(id->tenant);
+  q.set_ns(id->ns);
+  q.set_resource(id->resource);
+  q.set_revision(id->revision);
+  auto lineage = c.get_lineage(q);
+  if (!lineage) return fail(err, lineage.error());
+  if (!abort_request_id.empty()) {
+    if (lineage->claim().request_id() != abort_request_id)
+      return fail(err, {errc::not_found, "the lineage has no claim '" + abort_request_id + "'"});
+    v1::AbortUpsertRequest abort;
+    auto base = *id;
+    base.generation = lineage->claim().base_generation();
+    *abort.mutable_base() = base.to_proto();
+    abort.set_request_id(abort_request_id);
+    auto aborted = c.abort_upsert(abort);
+    if (!aborted) return fail(err, aborted.error());
+    lineage = c.get_lineage(q);
+    if (!lineage) return fail(err, lineage.error());
+  }
+  if (o.json) {
+    out << to_json(*lineage) << "\n";
+    return 0;
+  }
+  auto name = *id;
+  name.generation = 0;
+  describe_lines d{out, ""};
+  d.line("Lineage", events::canonical_text(name));
+  d.line("Watermark", lineage->watermark() ? "#" + std::to_string(lineage->watermark())
+                                           : std::string{"none (no generation committed)"});
+  if (!lineage->has_claim()) {
+    d.line("Claim", "none");
+    return 0;
+  }
+  const auto& claim = lineage->claim();
+  d.section("Claim");
+  describe_lines p{out, "  "};
+  p.line("Request id", claim.request_id());
+  p.line("Mode", claim.mode() == v1::DELETE_FIRST ? "DELETE_FIRST" : "PUT_FIRST");
+  p.line("Base", "#" + std::to_string(claim.base_generation()));
+  p.line("Target", "#" + std::to_string(claim.target_generation()));
+  p.line("Phase", claim.phase());
   return 0;
 }
 

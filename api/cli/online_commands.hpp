@@ -40,6 +40,11 @@ struct policy_args {
 int update_policy(const online_options& o, const std::string& id, const policy_args& a,
                   std::ostream& out, std::ostream& err);
 
+/// GetLineage: the watermark and the newest upsert claim with its phase; with
+/// `abort_request_id`, AbortUpsert of that claim first.
+int show_lineage(const online_options& o, const std::string& id,
+                 const std::string& abort_request_id, std::ostream& out, std::ostream& err);
+
 /// AbortImport of an IMPORTING revision, also removing `keys`.
 int abort_import(const online_options& o, const std::string& id,
                  const std::vector<std::string>& keys, std::ostream& out, std::ostream& err);

@@ -78,6 +78,44 @@ result<std::optional<std::pair<events::revision_key, v1::RevisionView>>> importi
   return found{std::make_pair(*id, *view)};
 }
 
+/// `weightctl upsert`: the base it replaces and the claim's request id.
+struct upsert_plan {
+  events::revision_key base;
+  v1::RevisionView base_view;
+  std::string request_id;
+};
+
+/// The claim of `plan` on the lineage as the daemon has it now.
+result<v1::UpsertClaim> claim_now(client& c, const upsert_plan& plan) {
+  v1::GetLineageRequest q;
+  q.set_tenant(plan.base.tenant);
+  q.set_ns(plan.base.ns);
+  q.set_resource(plan.base.resource);
+  q.set_revision(plan.base.revision);
+  auto lineage = c.get_lineage(q);
+  if (!lineage) return lineage.error();
+  if (lineage->claim().request_id() != plan.request_id)
+    return status{errc::not_found, "the lineage's claim is '" + lineage->claim().request_id() +
+                                       "', not '" + plan.request_id + "'"};
+  return lineage->claim();
+}
+
+/// Polls the claim until it leaves `phases` (DELETE_FIRST's base deletion,
+/// PUT_FIRST's retirement with --wait).
+result<v1::UpsertClaim> wait_for_claim(client& c, const upsert_plan& plan,
+                                       const std::set<std::string>& phases, bool quiet,
+                                       std::ostream& err) {
+  bool told = false;
+  for (;;) {
+    auto claim = claim_now(c, plan);
+    if (!claim || !phases.count(claim->phase())) return claim;
+    if (!told && !quiet)
+      err << fmt::format("waiting: claim '{}' is {}\n", plan.request_id, claim->phase());
+    told = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -108,6 +146,48 @@ result<bool> stored_matches(const fs::path& file, uint64_t offset, uint64_t size
 
 }  // namespace
 
+namespace {
+
+/// The end of `weightctl upsert`: CommitUpsert (the target READY, the base
+/// retires), with --wait until the base is deleted, then one line.
+int commit_upsert(const online_options& o, client& c, const upsert_plan& up, const import_args& t,
+                  const v1::CommitImportRequest& commit,
+                  const std::function<int(const status&)>& abort_with, int files, size_t payloads,
+                  uint64_t total, std::ostream& out, std::ostream& err) {
+  v1::CommitUpsertRequest req;
+  *req.mutable_target() = commit.id();
+  req.set_request_id(up.request_id);
+  *req.mutable_commit() = commit;
+  auto committed = c.commit_upsert(req);
+  if (!committed) {
+    // Missing or unreadable members leave the claim for a retry with --resume;
+    // anything the daemon did not abort itself is aborted here.
+    auto claim = claim_now(c, up);
+    if (claim && claim->phase() == "ABORTED")
+      return fail(err, committed.error(), "the upsert was aborted; the base is untouched");
+    return abort_with(committed.error());
+  }
+  auto claim = claim_now(c, up);
+  if (claim && t.upsert->wait)
+    claim = wait_for_claim(c, up, {"RETIRING_BASE", "DELETING_BASE"}, t.quiet, err);
+  if (!claim) return fail(err, claim.error());
+  auto target = events::revision_key::from_proto(committed->id());
+  if (o.json) {
+    out << to_json(*committed) << "\n";
+    return 0;
+  }
+  out << fmt::format("upserted {} over #{}: {} files, {} payloads, {} ({}); claim '{}' is {}{}\n",
+                     events::canonical_text(target), up.base.generation, files, payloads,
+                     format_bytes(total), ev1::Availability_Name(committed->availability()),
+                     up.request_id, claim->phase(),
+                     claim->phase() == "RETIRING_BASE"
+                         ? " (the base is deleted once its leases end)"
+                         : "");
+  return 0;
+}
+
+}  // namespace
+
 int import_dir(const online_options& o, const import_args& t, std::ostream& out,
                std::ostream& err) {
   const auto& dir = t.dir;
@@ -118,9 +198,29 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
   client c{o.connection};
   auto requested = requested_policy(policy);
   if (!requested) return fail(err, requested.error());
-  auto parsed = events::parse_canonical_text(text);
+  // upsert: the base's lineage at the next generation, unless one is given.
+  std::optional<upsert_plan> up;
+  if (t.upsert) {
+    auto base = read_revision(c, t.upsert->base, true);
+    if (!base) return fail(err, base.error(), "nothing was uploaded");
+    up = upsert_plan{base->id, base->view,
+                     t.upsert->request_id.empty() ? new_request_id("upsert") : t.upsert->request_id};
+  }
+  auto parsed = up ? result<events::revision_key>{up->base} : events::parse_canonical_text(text);
   if (!parsed) return fail(err, parsed.error());
   auto id = *parsed;
+  if (up) {
+    id.generation = t.upsert->generation;
+    // The same request id again: its claim's target (the next generation may be it).
+    if (auto claim = claim_now(c, *up); !id.generation && claim) id.generation = claim->target_generation();
+    if (!id.generation) {
+      auto lineage = id;
+      lineage.generation = 0;
+      auto highest = resolve(c, events::canonical_text(lineage), false);
+      if (!highest) return fail(err, highest.error());
+      id.generation = highest->generation + 1;
+    }
+  }
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     return fail(err, {errc::invalid_argument, "DIR '" + dir + "' is not a directory"});
@@ -134,7 +234,7 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
   // generation without #generation); when there is none it is an ordinary
   // import.
   std::optional<v1::RevisionView> resumed;
-  if (t.resume) {
+  if (t.resume && !up) {
     auto importing = importing_revision(c, text);
     if (!importing) return fail(err, importing.error());
     if (*importing) {
@@ -143,7 +243,7 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
     }
   }
   if (!id.generation) {  // the next generation of the lineage
-    auto highest = resolve(c, text, false);
+    auto highest = resolve(c, text, false);  // (an upsert's is known by now)
     if (!highest) return fail(err, highest.error());
     id.generation = highest->generation + 1;
   }
@@ -181,8 +281,35 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
     begin.set_expected_logical_bytes(std::max<uint64_t>(total, 1));
     begin.set_affinity_count(static_cast<uint64_t>(manifest.files_size()));
     if (*requested) *begin.mutable_policy() = **requested;
-    begun = c.begin_import(begin);
-    if (!begun) return fail(err, begun.error());
+    if (!up) {
+      begun = c.begin_import(begin);
+      if (!begun) return fail(err, begun.error());
+    } else {
+      // The claim: the same request id again returns it (--resume continues its upload).
+      v1::BeginUpsertRequest claim_req;
+      *claim_req.mutable_base() = up->base.to_proto();
+      claim_req.set_expected_metadata_generation(up->base_view.metadata_generation());
+      claim_req.set_target_generation(id.generation);
+      claim_req.set_mode(t.upsert->delete_first ? v1::DELETE_FIRST : v1::PUT_FIRST);
+      claim_req.set_request_id(up->request_id);
+      begin.clear_id();
+      *claim_req.mutable_import() = begin;
+      auto claim = c.begin_upsert(claim_req);
+      if (!claim) return fail(err, claim.error(), "nothing was uploaded");
+      if (claim->phase() == "DELETING_BASE") {  // a large base is still being deleted
+        claim = wait_for_claim(c, *up, {"DELETING_BASE"}, t.quiet, err);
+        if (!claim) return fail(err, claim.error());
+      }
+      if (claim->phase() != "IMPORTING_TARGET")
+        return fail(err, {errc::conflict, "claim '" + up->request_id + "' is " + claim->phase() +
+                                              ", not importing its target"});
+      v1::GetRevisionRequest get;
+      *get.mutable_id() = id.to_proto();
+      get.set_include_hidden(true);
+      begun = c.get_revision(get);
+      if (!begun) return fail(err, begun.error());
+      if (t.resume) resumed = *begun;  // payloads stored by an earlier run are not sent again
+    }
   }
   // Each file (an affinity unit) goes straight to the tier its policy gives
   // it: all COLD, all HOT, or the MIXED planner's choice (SPEC §2 Spill).
@@ -200,6 +327,17 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
   std::mutex uploaded_mutex;
   std::vector<std::string> uploaded;
   auto abort_with = [&](const status& why) {
+    if (up) {  // the claim ends; its target's import is aborted with its uploads
+      v1::AbortUpsertRequest abort;
+      *abort.mutable_base() = up->base.to_proto();
+      abort.set_request_id(up->request_id);
+      auto aborted = c.abort_upsert(abort);
+      return fail(err, why,
+                  aborted ? "the upsert was aborted and its uploads removed; the base is untouched"
+                          : "aborting failed too (" + aborted.error().to_string() +
+                                "): run `weightctl lineage " + events::canonical_text(up->base) +
+                                " --abort " + up->request_id + "`");
+    }
     v1::AbortImportRequest abort;
     *abort.mutable_id() = id.to_proto();
     abort.set_expected_metadata_generation(begun->metadata_generation());
@@ -365,6 +503,8 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
   m->set_payload_count(keys.size());
   m->set_logical_bytes(std::max<uint64_t>(total, 1));
   for (const auto& k : keys) commit.add_payload_keys(k);
+  if (up) return commit_upsert(o, c, *up, t, commit, abort_with, manifest.files_size(), keys.size(),
+                               total, out, err);
   auto committed = c.commit_import(commit);
   if (!committed) return abort_with(committed.error());
   if (o.json) out << to_json(*committed) << "\n";
@@ -551,8 +691,43 @@ std::function<std::optional<int>()> add_transfer_commands(CLI::App& app,
   export_cmd->add_flag("--local", ex_args->local,
                        "Copy from the daemon's replica files (same host, OpenLocal) instead of "
                        "streaming over gRPC");
-  return [in, ex, ex_args, import_cmd, export_cmd, &online]() -> std::optional<int> {
+  auto up = std::make_shared<import_args>();
+  up->upsert.emplace();
+  auto mode = std::make_shared<std::string>("put-first");
+  auto* upsert_cmd = app.add_subcommand(
+      "upsert", "Replace a revision by the next generation of its lineage: the directory is "
+                "imported under a claim and committed; the base then retires (no new leases) "
+                "and is deleted once its leases end");
+  upsert_cmd->add_option("DIR", up->dir, "The model directory")->required();
+  upsert_cmd->add_option("--base", up->upsert->base,
+                         "The revision it replaces (without #generation: the highest READY)")
+      ->required();
+  upsert_cmd->add_option("--mode", *mode,
+                         "put-first (import, commit, then retire the base) or delete-first "
+                         "(delete the base first: saves capacity, no rollback)")
+      ->check(CLI::IsMember({"put-first", "delete-first"}))
+      ->capture_default_str();
+  upsert_cmd->add_option("--request-id", up->upsert->request_id,
+                         "Names the claim (default: a new one); the same again continues it");
+  upsert_cmd->add_option("--generation", up->upsert->generation,
+                         "The new weight_generation (default: the lineage's highest + 1)");
+  upsert_cmd->add_flag("--wait", up->upsert->wait,
+                       "Return once the base is deleted (its leases ended) and the claim COMPLETED");
+  upsert_cmd->add_option("--preferred", up->policy.preferred, "Preferred residency HOT, COLD or MIXED");
+  upsert_cmd->add_option("--ratio", up->policy.mixed_hot_ratio, "MIXED: the share of bytes kept HOT");
+  upsert_cmd->add_option("--policy-mode", up->policy.mode, "Migration mode AUTO, MANUAL or PINNED");
+  upsert_cmd->add_option("--jobs,-j", up->jobs, "Uploads at once, 1..64")->capture_default_str();
+  upsert_cmd->add_flag("--resume", up->resume,
+                       "With the --request-id of an interrupted upsert: payloads already stored "
+                       "are not sent again");
+  upsert_cmd->add_flag("--quiet,-q", up->quiet, "No progress on stderr");
+  return [in, ex, ex_args, import_cmd, export_cmd, up, mode, upsert_cmd,
+          &online]() -> std::optional<int> {
     if (*import_cmd) return import_dir(online, *in, std::cout, std::cerr);
+    if (*upsert_cmd) {
+      up->upsert->delete_first = *mode == "delete-first";
+      return import_dir(online, *up, std::cout, std::cerr);
+    }
     if (*export_cmd)
       return export_dir(online, ex->first, ex->second, *ex_args, std::cout, std::cerr);
     return std::nullopt;

@@ -18,6 +18,15 @@ namespace weightd::api {
 std::function<std::optional<int>()> add_transfer_commands(CLI::App& app,
                                                           const online_options& online);
 
+/// `weightctl upsert`: the import replaces a base revision (SPEC §4 upsert).
+struct upsert_args {
+  std::string base;         // the revision it replaces (without #generation: the highest READY)
+  bool delete_first = false;  // --mode delete-first (default put-first)
+  std::string request_id;   // names the claim ("" = a new one); again with --resume
+  uint64_t generation = 0;  // the target's weight_generation (0 = the lineage's highest + 1)
+  bool wait = false;        // until the base is deleted and the claim COMPLETED
+};
+
 /// What `weightctl import` is asked to do.
 struct import_args {
   std::string dir;      // the model directory
@@ -26,6 +35,7 @@ struct import_args {
   unsigned jobs = 4;    // uploads at once (--jobs, 1..64)
   bool resume = false;  // continue an IMPORTING revision of this id (--resume)
   bool quiet = false;   // no progress on stderr
+  std::optional<upsert_args> upsert;  // set: `weightctl upsert` (no `id`: the base's lineage)
 };
 
 /// Uploads a model directory as a revision (SPEC §7): every entry checked
@@ -36,7 +46,10 @@ struct import_args {
 /// IMPORTING revision of the id continues: payloads already stored with the
 /// same size and bytes (the stored sha256, else the store's xxh3-64) are not sent again (one that differs stops the import,
 /// which is left IMPORTING for `weightctl abort`); without one it is an
-/// ordinary import.
+/// ordinary import. With `upsert` the revision is the base's next generation,
+/// begun by BeginUpsert under a claim and committed by CommitUpsert (which
+/// retires the base); a failure aborts the claim (AbortUpsert), and with
+/// `resume` the same request id continues the claim's upload.
 int import_dir(const online_options& o, const import_args& args, std::ostream& out,
                std::ostream& err);
 

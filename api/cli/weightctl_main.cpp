@@ -90,6 +90,14 @@ int main(int argc, char** argv) {
   abort_cmd->add_option("ID", id, "The revision (without #generation: the highest)")->required();
   abort_cmd->add_option("--remove", keys, "Also remove these ungrouped keys (repeatable)");
 
+  std::string abort_claim;
+  auto* lineage_cmd = app.add_subcommand(
+      "lineage", "A lineage's watermark (highest committed generation) and upsert claim");
+  lineage_cmd->add_option("ID", id, "[tenant:]ns/resource@revision (a #generation is ignored)")
+      ->required();
+  lineage_cmd->add_option("--abort", abort_claim,
+                          "AbortUpsert this claim first (only before its target is committed)");
+
   // lease acquire|renew|release|ls|revoke
   auto* lease_cmd = app.add_subcommand("lease", "Revision leases: a live lease blocks removal");
   lease_cmd->require_subcommand(1);
@@ -230,6 +238,7 @@ int main(int argc, char** argv) {
   if (*rm_cmd) return remove_revision(online, id, drain_ms, std::cout, std::cerr);
   if (*policy_cmd) return update_policy(online, id, policy, std::cout, std::cerr);
   if (*abort_cmd) return abort_import(online, id, keys, std::cout, std::cerr);
+  if (*lineage_cmd) return show_lineage(online, id, abort_claim, std::cout, std::cerr);
   if (*acquire_cmd) return lease_acquire(online, id, holder, ttl_ms, std::cout, std::cerr);
   if (*renew_cmd) return lease_renew(online, lease_id, ttl_ms, std::cout, std::cerr);
   if (*release_cmd) return lease_release(online, lease_id, std::cout, std::cerr);

@@ -131,6 +131,18 @@ result<v1::StatusResponse> client::server_status() {
 result<v1::HistoryResponse> client::history(const v1::HistoryRequest& r) {
   return WEIGHTD_UNARY(weights_, History, v1::HistoryResponse, r);
 }
+result<v1::UpsertClaim> client::begin_upsert(const v1::BeginUpsertRequest& r) {
+  return WEIGHTD_UNARY(weights_, BeginUpsert, v1::UpsertClaim, r);
+}
+result<v1::RevisionView> client::commit_upsert(const v1::CommitUpsertRequest& r) {
+  return WEIGHTD_UNARY(weights_, CommitUpsert, v1::RevisionView, r);
+}
+result<v1::UpsertClaim> client::abort_upsert(const v1::AbortUpsertRequest& r) {
+  return WEIGHTD_UNARY(weights_, AbortUpsert, v1::UpsertClaim, r);
+}
+result<v1::Lineage> client::get_lineage(const v1::GetLineageRequest& r) {
+  return WEIGHTD_UNARY(weights_, GetLineage, v1::Lineage, r);
+}
 result<v1::OpenLocalResponse> client::open_local(const v1::OpenLocalRequest& r) {
   return WEIGHTD_UNARY(weights_, OpenLocal, v1::OpenLocalResponse, r);
 }

@@ -53,6 +53,11 @@ class client {
   result<v1::Operation> cancel_operation(const v1::CancelOperationRequest& req);
   result<v1::ReconcileResponse> reconcile(const v1::ReconcileRequest& req);
   result<v1::StatusResponse> server_status();
+  /// Lineage replacement (SPEC §4 upsert).
+  result<v1::UpsertClaim> begin_upsert(const v1::BeginUpsertRequest& req);
+  result<v1::RevisionView> commit_upsert(const v1::CommitUpsertRequest& req);
+  result<v1::UpsertClaim> abort_upsert(const v1::AbortUpsertRequest& req);
+  result<v1::Lineage> get_lineage(const v1::GetLineageRequest& req);
   /// One page of a revision's events (History); next_page_token "" at the end.
   result<v1::HistoryResponse> history(const v1::HistoryRequest& req);
   /// The replica files of a revision under a live lease (SPEC §4 Local

@@ -62,6 +62,7 @@ void to_proto(const actors::revision_view& view, v1::RevisionView* out) {
   out->set_active_lease_count(view.active_lease_count);
   out->set_nearest_lease_expiry_ms(view.nearest_lease_expiry_ms);
   out->set_drain_deadline_ms(r.drain_deadline_ms);
+  out->set_retired_by(r.retired_by);
   if (view.operation) to_proto(*view.operation, out->mutable_operation());
 }
 
@@ -109,6 +110,88 @@ result<actors::commit_import> from_proto(const v1::CommitImportRequest& req) {
                                events::manifest_ref::from_proto(req.manifest()),
                                {req.payload_keys().begin(), req.payload_keys().end()}, "",
                                req.request_id()};
+}
+
+// ------------------------------------------------------------ lineages
+
+namespace {
+
+/// A nested request's id: unset means `id`; set, it must be `id` (`field` names it).
+result<events::revision_key> same_id(bool has, const ev1::RevisionId& nested,
+                                     const events::revision_key& id, const std::string& field) {
+  if (!has) return id;
+  auto given = events::revision_key::from_proto(nested);
+  if (!(given == id))
+    return status{errc::invalid_argument, field + " names " + events::canonical_text(given) +
+                                              ", not the target " + events::canonical_text(id) +
+                                              "; leave it unset"};
+  return id;
+}
+
+}  // namespace
+
+result<actors::begin_upsert> from_proto(const v1::BeginUpsertRequest& req) {
+  if (!req.has_base()) return status{errc::invalid_argument, "base is required"};
+  if (!v1::UpsertMode_IsValid(req.mode()))
+    return status{errc::invalid_argument, "mode must be PUT_FIRST or DELETE_FIRST"};
+  actors::begin_upsert cmd;
+  cmd.base = events::revision_key::from_proto(req.base());
+  cmd.expected_generation = req.expected_metadata_generation();
+  cmd.target_generation = req.target_generation();
+  cmd.mode = req.mode() == v1::DELETE_FIRST ? ev1::UPSERT_DELETE_FIRST : ev1::UPSERT_PUT_FIRST;
+  cmd.request_id = req.request_id();
+  auto target = cmd.base;
+  target.generation = cmd.target_generation;
+  auto id = same_id(req.import().has_id(), req.import().id(), target, "import.id");
+  if (!id) return id.error();
+  auto import_req = req.import();
+  *import_req.mutable_id() = target.to_proto();
+  auto import = from_proto(import_req);
+  if (!import) return import.error();
+  cmd.target = std::move(*import);
+  return cmd;
+}
+
+result<actors::commit_upsert> from_proto(const v1::CommitUpsertRequest& req) {
+  if (!req.has_target()) return status{errc::invalid_argument, "target is required"};
+  auto target = events::revision_key::from_proto(req.target());
+  auto id = same_id(req.commit().has_id(), req.commit().id(), target, "commit.id");
+  if (!id) return id.error();
+  auto commit_req = req.commit();
+  *commit_req.mutable_id() = target.to_proto();
+  auto commit = from_proto(commit_req);
+  if (!commit) return status{commit.error().code(), "commit." + commit.error().message()};
+  actors::commit_upsert cmd;
+  cmd.commit = std::move(*commit);
+  cmd.request_id = req.request_id();
+  return cmd;
+}
+
+result<actors::abort_upsert> from_proto(const v1::AbortUpsertRequest& req) {
+  if (!req.has_base()) return status{errc::invalid_argument, "base is required"};
+  return actors::abort_upsert{events::revision_key::from_proto(req.base()), "", req.request_id()};
+}
+
+result<actors::get_lineage> from_proto(const v1::GetLineageRequest& req) {
+  events::revision_key lineage;
+  lineage.tenant = req.tenant();
+  lineage.ns = req.ns();
+  lineage.resource = req.resource();
+  lineage.revision = req.revision();
+  return actors::get_lineage{lineage};
+}
+
+void to_proto(const events::upsert_claim& claim, v1::UpsertClaim* out) {
+  out->set_request_id(claim.request_id());
+  out->set_base_generation(claim.base_generation());
+  out->set_target_generation(claim.target_generation());
+  out->set_mode(claim.mode() == ev1::UPSERT_DELETE_FIRST ? v1::DELETE_FIRST : v1::PUT_FIRST);
+  out->set_phase(events::phase_name(claim.phase));
+}
+
+void to_proto(const actors::lineage_view& lineage, v1::Lineage* out) {
+  out->set_watermark(lineage.watermark);
+  if (lineage.claim) to_proto(*lineage.claim, out->mutable_claim());
 }
 
 result<actors::abort_import> from_proto(const v1::AbortImportRequest& req) {

@@ -33,6 +33,12 @@ result<actors::open_local> from_proto(const v1::OpenLocalRequest& req);
 /// A Watch's position and filter (the sink is the server's).
 result<actors::watch_pull> from_proto(const v1::WatchRequest& req);
 void to_proto(const actors::local_listing& listing, v1::OpenLocalResponse* out);
+result<actors::begin_upsert> from_proto(const v1::BeginUpsertRequest& req);
+result<actors::commit_upsert> from_proto(const v1::CommitUpsertRequest& req);
+result<actors::abort_upsert> from_proto(const v1::AbortUpsertRequest& req);
+result<actors::get_lineage> from_proto(const v1::GetLineageRequest& req);
+void to_proto(const events::upsert_claim& claim, v1::UpsertClaim* out);
+void to_proto(const actors::lineage_view& lineage, v1::Lineage* out);
 /// History's page token: the last stream seq shown, "" at the end.
 std::string history_page_token(uint64_t next_after);
 void to_proto(const actors::reconcile_report& report, v1::ReconcileResponse* out);

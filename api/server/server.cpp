@@ -180,6 +180,27 @@ class weight_service final : public v1::WeightService::CallbackService {
     return command<actors::local_listing>(
         ctx, *req, [resp](actors::local_listing& l) { to_proto(l, resp); });
   }
+  ServerUnaryReactor* BeginUpsert(CallbackServerContext* ctx, const v1::BeginUpsertRequest* req,
+                                  v1::UpsertClaim* resp) override {
+    return command<actors::lineage_view>(ctx, *req, [resp](actors::lineage_view& l) {
+      if (l.claim) to_proto(*l.claim, resp);
+    });
+  }
+  ServerUnaryReactor* CommitUpsert(CallbackServerContext* ctx, const v1::CommitUpsertRequest* req,
+                                   v1::RevisionView* resp) override {
+    return command<actors::revision_view>(ctx, *req, view_into(resp));
+  }
+  ServerUnaryReactor* AbortUpsert(CallbackServerContext* ctx, const v1::AbortUpsertRequest* req,
+                                  v1::UpsertClaim* resp) override {
+    return command<actors::lineage_view>(ctx, *req, [resp](actors::lineage_view& l) {
+      if (l.claim) to_proto(*l.claim, resp);
+    });
+  }
+  ServerUnaryReactor* GetLineage(CallbackServerContext* ctx, const v1::GetLineageRequest* req,
+                                 v1::Lineage* resp) override {
+    return command<actors::lineage_view>(ctx, *req,
+                                         [resp](actors::lineage_view& l) { to_proto(l, resp); });
+  }
   grpc::ServerWriteReactor<events::v1::Envelope>* Watch(CallbackServerContext* ctx,
                                                         const v1::WatchRequest* req) override;
 
