@@ -24,7 +24,7 @@ TEST_CASE("embedded: a host imports, commits, lists, leases and removes a revisi
     auto store = actors::embedded::start(config, 2);
     REQUIRE_MESSAGE(store.ok(), store.error().to_string());
     auto& s = **store;
-    auto begun = s.begin_import({rid, "", 1, 5, false, {}, 0, "host", "req-1"}).get();
+    auto begun = s.begin_import({rid, "", 1, 5, false, {}, 0, "host", "req-1", {}}).get();
     REQUIRE_MESSAGE(begun.ok(), begun.error().to_string());
     actors::put_request payload;
     payload.key = "weights/tiny/part-0";
@@ -39,7 +39,7 @@ TEST_CASE("embedded: a host imports, commits, lists, leases and removes a revisi
     REQUIRE(m.ok());
     events::manifest_ref ref{manifest.key, m->record.sha256, "",
                              events::payload_keys_sha256({payload.key}), 1, 5};
-    auto committed = s.commit_import({rid, 1, ref, {payload.key}, "host", "req-2"}).get();
+    auto committed = s.commit_import({rid, 1, ref, {payload.key}, "host", "req-2", {}}).get();
     REQUIRE_MESSAGE(committed.ok(), committed.error().to_string());
     CHECK(committed->record.availability == v1::READY);
     auto listed = s.list_revisions({}).get();

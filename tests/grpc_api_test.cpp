@@ -194,9 +194,10 @@ TEST_CASE_FIXTURE(api_fixture, "api: every error reaches the client with its sta
   v1::BeginUpsertRequest upsert;
   v1::UpsertClaim out;
   grpc::ClientContext mctx;
-  auto unserved = weights->BeginUpsert(&mctx, upsert, &out);
-  CHECK(unserved.error_code() == grpc::StatusCode::UNIMPLEMENTED);
-  CHECK(api::from_grpc(mctx, unserved).code() == errc::unimplemented);  // the trailer is there too
+  auto no_base = weights->BeginUpsert(&mctx, upsert, &out);
+  CHECK(no_base.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(api::from_grpc(mctx, no_base).code() == errc::invalid_argument);  // the trailer is there too
+  CHECK(no_base.error_message().find("base") == 0);
 }
 
 TEST_CASE_FIXTURE(api_fixture, "api: /metrics counts calls by RPC and code, /healthz answers") {

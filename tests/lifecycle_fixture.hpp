@@ -47,6 +47,20 @@ struct lifecycle_fixture : store_fixture {
   /// Puts `count` payloads of `size` bytes (one affinity unit each) and the
   /// manifest into the revision's group.
   upload put_revision(const events::revision_key& rid, int count, size_t size) {
+    auto u = try_put_revision(rid, count, size);
+    REQUIRE_MESSAGE(u.ok(), u.error().to_string());
+    return *u;
+  }
+  /// put_revision, stopping at the first put that fails; with `resume`, each
+  /// object is removed first (an upload started over after a crash: a put
+  /// whose commit was cut may have left its key without a readable replica).
+  result<upload> try_put_revision(const events::revision_key& rid, int count, size_t size,
+                                  bool resume = false) {
+    auto failed = [](const status& st) { return !st.ok(); };
+    auto put = [&](const actors::put_request& req, const std::string& bytes) {
+      if (resume) (void)remove(req.key, true);
+      return store_fixture::put(req, bytes);
+    };
     upload u;
     auto group = events::payload_group_id(rid);
     std::string manifest_body = "{\"files\":[";
@@ -59,7 +73,7 @@ struct lifecycle_fixture : store_fixture {
       req.affinity_id = "file-" + std::to_string(i);
       req.tier = put_tier;
       auto put_result = put(req, pattern(size, i));
-      REQUIRE_MESSAGE(put_result.ok(), put_result.error().to_string());
+      if (!put_result.ok() && failed(put_result.error())) return put_result.error();
       u.keys.push_back(key);
       manifest_body += "\"" + key + "\",";
     }
@@ -68,7 +82,8 @@ struct lifecycle_fixture : store_fixture {
     auto req = request(u.manifest.manifest_key, manifest_body);
     req.group_id = group;
     req.data_type = events::v1::DATA_TYPE_METADATA;
-    REQUIRE(put(req, manifest_body).ok());
+    if (auto put_result = put(req, manifest_body); !put_result.ok() && failed(put_result.error()))
+      return put_result.error();
     u.manifest.manifest_sha256 = persistence::sha256_hex(manifest_body);
     u.manifest.payload_keys_sha256 = events::payload_keys_sha256(u.keys);
     u.manifest.payload_count = static_cast<uint64_t>(count);

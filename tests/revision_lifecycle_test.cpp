@@ -133,7 +133,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "begin: bad input names the field and chang
   CHECK(begin(id("", "main"), 1, 1).error().message() == "id.resource is empty");
   CHECK(begin(id("m", "main", 0), 1, 1).error().message() ==
         "id.weight_generation must be at least 1");
-  actors::begin_import cmd{id(), "weight:0000", 1, 1, false, {}, 0, "", ""};
+  actors::begin_import cmd{id(), "weight:0000", 1, 1, false, {}, 0, "", "", {}};
   auto bad_group = ask<actors::revision_view>(registry(), cmd);
   CHECK(bad_group.error().code() == errc::invalid_argument);
   CHECK(bad_group.error().message().find("payload_group_id is not the canonical") == 0);

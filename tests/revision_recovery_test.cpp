@@ -2,6 +2,7 @@
 // restarts that reproduce the state exactly, replay equal to live.
 #include <doctest/doctest.h>
 
+#include "events/evolve.hpp"
 #include "lifecycle_fixture.hpp"
 
 using namespace weightd;
@@ -177,7 +178,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "recovery: invariants hold after every even
   o.after_each = [&](const events::store_state& s, const v1::Envelope& e) -> status {
     if (!events::is_revision_event(e)) return {};
     ++checked;
-    return events::check_invariants(*s.revisions.find(events::revision_of(e)), s.revisions);
+    return events::check_touched(s, e);
   };
   auto folded = persistence::fold_journal(*memory, o);
   REQUIRE_MESSAGE(folded.ok(), folded.error().to_string());
