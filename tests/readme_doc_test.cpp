@@ -372,15 +372,18 @@ void make_my_model(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("readme: every command of the walk-through and of leases and the guard prints what the README shows") {
+TEST_CASE("readme: every command of the walk-through, of leases and the guard, and of replacing a checkpoint prints what the README shows") {
   auto walkthrough = blocks_under("Walk-through");
   auto leases = blocks_under("Leases and the guard");
+  auto upsert = blocks_under("Replacing a checkpoint");
   REQUIRE(walkthrough.size() == 2);  // the daemon; "In another shell"
   REQUIRE(leases.size() == 1);
+  REQUIRE(upsert.size() == 1);
   session s{make_my_model};
   for (const auto& b : walkthrough) s.run(b);
   for (const auto& b : leases) s.run(b);
-  CHECK(s.commands_run() >= 20);
+  for (const auto& b : upsert) s.run(b);
+  CHECK(s.commands_run() >= 29);
 }
 
 TEST_CASE("readme: every command of Memory and disk (migrate, operations, the reconciler, spill) prints what the README shows") {

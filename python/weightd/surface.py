@@ -105,11 +105,28 @@ def weight_upsert(source: transfer.Source, base: IdLike, *,
                   target_generation: Optional[int] = None, mode: Union[str, int] = "PUT_FIRST",
                   policy: Optional[PolicyLike] = None, jobs: int = 4,
                   client: Optional[Client] = None) -> pb.RevisionView:
-    """Replaces revision `base` by a higher generation of its lineage (SPEC §4 upsert).
+    """Replaces revision `base` by a higher generation of its lineage and returns
+    the new one READY, like `weightctl upsert DIR --base ID` (SPEC §4 upsert).
 
-    The new generation (default: the lineage's highest + 1) is imported
-    under a claim (BeginUpsert) and committed with CommitUpsert, which
-    retires the base; mode PUT_FIRST (default) or DELETE_FIRST.
+    `source` is what `weight_put` takes. The new generation (default: the
+    lineage's highest in any state + 1) is imported under a claim on the
+    lineage (BeginUpsert) and committed with CommitUpsert; the lineage's
+    watermark moves to it. `mode`:
+
+    - "PUT_FIRST" (default): the base retires once the new generation is
+      READY — new leases on it get `NotReady`, leases already held keep
+      renewing until they end, policy changes and migrations get `Busy` —
+      and is deleted when its last lease ends (`client.get_lineage(...)`
+      shows the claim's phase: RETIRING_BASE, DELETING_BASE, COMPLETED).
+    - "DELETE_FIRST": the base is deleted first, then the new generation is
+      imported (saves capacity; no rollback). `Busy`, before anything
+      happens, while a lease or an operation holds the base.
+
+    Errors: a `target_generation` not above the base's is `InvalidArgument`;
+    not above the lineage's watermark, or one that exists already,
+    `Conflict`; another unfinished upsert of the lineage, `Busy`. A failure
+    after the claim (an upload, the commit) aborts it (phase ABORTED; the
+    daemon removes what was uploaded) and leaves a PUT_FIRST base READY.
     """
     c = _client(client)
     base_id = _ready(c, base)

@@ -29,6 +29,7 @@ import json
 import os
 import stat
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -39,7 +40,7 @@ from . import ids, safetensors
 from ._proto import events_pb2 as ev
 from ._proto import weightd_pb2 as pb
 from .client import MAX_CHUNK_BYTES, Client, new_request_id
-from .errors import DataLoss, InvalidArgument, ResourceExhausted, WeightdError
+from .errors import Conflict, DataLoss, InvalidArgument, ResourceExhausted, WeightdError
 from .planner import plan_mixed
 
 #: The largest payload object one file is cut into.
@@ -411,30 +412,75 @@ def _abort(client: Client, rid: ev.RevisionId, begun: pb.RevisionView, uploaded:
                              f"`weightctl abort {ids.format_id(rid)}`")
 
 
+#: How long upsert_files waits for a DELETE_FIRST base still being deleted.
+UPSERT_BASE_DELETE_WAIT = 600.0
+
+
+def _claim_now(client: Client, base: ev.RevisionId, request_id: str) -> pb.UpsertClaim:
+    """The lineage's claim, which must be `request_id`'s (Conflict otherwise)."""
+    lineage = client.get_lineage(tenant=base.tenant, ns=base.ns, resource=base.resource,
+                                 revision=base.revision)
+    if lineage.claim.request_id != request_id:
+        raise Conflict.local(f"the claim of lineage {ids.format_id(_lineage_of(base))} is "
+                             f"'{lineage.claim.request_id}', not '{request_id}'")
+    return lineage.claim
+
+
+def _lineage_of(rid: ev.RevisionId) -> ev.RevisionId:
+    return ev.RevisionId(tenant=rid.tenant, ns=rid.ns, resource=rid.resource,
+                         revision=rid.revision)
+
+
 def upsert_files(client: Client, files: Sequence[ModelFile], base: ev.RevisionId,
                  target_generation: int, mode: int, policy: Optional[ev.Policy],
                  jobs: int = 4) -> pb.RevisionView:
-    """Lineage replacement (SPEC §4): BeginUpsert → payloads → manifest → CommitUpsert.
+    """Lineage replacement (SPEC §4), as `weightctl upsert` does it: BeginUpsert →
+    payloads → manifest → CommitUpsert; returns the target READY.
 
-    One request id names the claim throughout; AbortUpsert on any failure.
+    One fresh request id names the claim throughout (the base's retired_by).
+    PUT_FIRST: the base retires once the target is committed (no new lease,
+    deleted when its leases end). DELETE_FIRST: the base is deleted first —
+    BUSY, before anything happens, while a lease or an operation holds it; a
+    large base may still be deleting when BeginUpsert returns, which is waited
+    for (at most UPSERT_BASE_DELETE_WAIT seconds). On any failure after the
+    claim, AbortUpsert ends it (phase ABORTED) and the daemon removes the
+    target's uploads; a PUT_FIRST base is left untouched.
     """
+    if not 1 <= jobs <= 64:
+        raise InvalidArgument.local("jobs must be 1..64")
     base_view = client.get_revision(id=base)
     target = ev.RevisionId()
     target.CopyFrom(base)
     target.weight_generation = target_generation
     request_id = new_request_id()
-    client.begin_upsert(base=base, expected_metadata_generation=base_view.metadata_generation,
-                        target_generation=target_generation, mode=mode, request_id=request_id,
-                        **{"import": begin_request(target, files, policy, request_id)})
+    claim = client.begin_upsert(
+        base=base, expected_metadata_generation=base_view.metadata_generation,
+        target_generation=target_generation, mode=mode, request_id=request_id,
+        **{"import": begin_request(target, files, policy, request_id)})
     try:
+        deadline = time.monotonic() + UPSERT_BASE_DELETE_WAIT
+        while claim.phase == "DELETING_BASE":
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the base {ids.format_id(base)} of claim '{request_id}' "
+                                   f"is still being deleted after {UPSERT_BASE_DELETE_WAIT} s")
+            time.sleep(0.05)
+            claim = _claim_now(client, base, request_id)
+        if claim.phase != "IMPORTING_TARGET":
+            raise Conflict.local(f"claim '{request_id}' is {claim.phase or 'gone'}, not "
+                                 "importing its target")
         begun = client.get_revision(id=target, include_hidden=True)
         commit = upload_revision(client, target, files, begun, jobs, [], request_id)
         return client.commit_upsert(target=target, request_id=request_id, commit=commit)
-    except BaseException:
+    except BaseException as failure:
+        # When the daemon has aborted the claim itself (a refused commit),
+        # AbortUpsert answers with it, ABORTED, again.
         try:
             client.abort_upsert(base=base, request_id=request_id)
-        except WeightdError:
-            pass  # the claim is aborted by the daemon's import abandon timeout otherwise
+        except WeightdError as e:  # the original failure is what the caller must see
+            if hasattr(failure, "add_note"):  # Python 3.11+
+                failure.add_note(f"aborting the upsert failed too ({e}): run `weightctl "
+                                 f"lineage {ids.format_id(_lineage_of(base))} --abort "
+                                 f"{request_id}`")
         raise
 
 

@@ -125,12 +125,11 @@ def test_unreachable_daemon_is_unavailable():
         weightd.weight_list(client=dead)
 
 
-def test_rpcs_the_daemon_does_not_serve_are_unimplemented_or_served(client):
-    # GetLineage is in the contract; a daemon without it answers UNIMPLEMENTED.
-    try:
-        client.get_lineage(ns="default", resource="m", revision="main")
-    except (weightd.Unimplemented, weightd.NotFound):
-        pass
+def test_get_lineage_of_an_unknown_lineage_is_not_found(client):
+    with pytest.raises(weightd.NotFound) as e:
+        client.get_lineage(ns="default", resource="no-such-lineage", revision="main")
+    assert e.value.code == "NOT_FOUND"
+    assert "no-such-lineage" in e.value.message
 
 
 def test_request_fields_convert_enum_names_and_ids(client):

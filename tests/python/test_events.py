@@ -1,8 +1,5 @@
 """History and Watch (SPEC §4): a revision's events in order; a watch that
 resumes across a daemon restart with no gap and no duplicate.
-
-These need History and Watch on the daemon; until they are served they fail
-with Unimplemented.
 """
 
 import queue

@@ -1,7 +1,6 @@
 """Local reads (SPEC §4): on the daemon's host, files are mapped, not streamed.
 
-These need OpenLocal on the daemon; until it is served they fail (the
-fallback to streaming itself is covered by every other read test).
+The fallback to streaming itself is covered by every other read test.
 """
 
 import mmap

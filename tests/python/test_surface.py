@@ -1,4 +1,4 @@
-"""The weight_* surface against a real daemon (weight_upsert aside: not served yet)."""
+"""The weight_* surface against a real daemon (weight_upsert: test_upsert.py)."""
 
 import os
 import time
