@@ -114,6 +114,10 @@ void run_next(lineage_pointer self, const std::string& principal, std::function<
     const auto& [base, target] = *both;
     auto next = next_upsert_step(claim, base.get(), target.get());
     auto now = self->state.deps.now_ms();
+    // The step could not be taken and nothing happened: the claim ends.
+    auto end_claim = [=](const std::string& reason) {
+      persist(self, {claim_phase_event(claim, v1::CLAIM_ABORTED, reason, now, principal)}, again);
+    };
     switch (next.step) {
       case upsert_step::wait: return done();
       case upsert_step::phase:
@@ -137,13 +141,8 @@ void run_next(lineage_pointer self, const std::string& principal, std::function<
                      auto st = to_status(err);
                      if (st.code() != errc::busy && st.code() != errc::stale_generation)
                        return again(st);
-                     // A reader or an operation came before the delete began: nothing
-                     // happened to the base, so the claim ends here.
-                     persist(self,
-                             {claim_phase_event(claim, v1::CLAIM_ABORTED,
-                                                "the base could not be deleted: " + st.message(),
-                                                now, principal)},
-                             again);
+                     // A reader or an operation came before the delete began.
+                     end_claim("the base could not be deleted: " + st.message());
                    });
         return;
       }
@@ -160,11 +159,7 @@ void run_next(lineage_pointer self, const std::string& principal, std::function<
                      auto st = to_status(err);
                      if (st.code() == errc::durability_failed || st.code() == errc::internal)
                        return again(st);
-                     persist(self,
-                             {claim_phase_event(claim, v1::CLAIM_ABORTED,
-                                                "the target could not be imported: " + st.message(),
-                                                now, principal)},
-                             again);
+                     end_claim("the target could not be imported: " + st.message());
                    });
         return;
       }

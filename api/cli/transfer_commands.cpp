@@ -658,6 +658,22 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
   return 0;
 }
 
+namespace {
+
+/// The policy, parallelism and progress flags `import` and `upsert` share.
+void add_upload_options(CLI::App* cmd, import_args& a, const std::string& mode_flag) {
+  cmd->add_option("--preferred", a.policy.preferred,
+                  "Preferred residency HOT, COLD or MIXED: files are written straight to the "
+                  "tier it gives them (default: the daemon's, HOT)");
+  cmd->add_option("--ratio", a.policy.mixed_hot_ratio,
+                  "MIXED: the share of bytes kept HOT, in (0,1) (default 0.5)");
+  cmd->add_option(mode_flag, a.policy.mode, "Migration mode AUTO, MANUAL or PINNED");
+  cmd->add_option("--jobs,-j", a.jobs, "Uploads at once, 1..64")->capture_default_str();
+  cmd->add_flag("--quiet,-q", a.quiet, "No progress on stderr");
+}
+
+}  // namespace
+
 std::function<std::optional<int>()> add_transfer_commands(CLI::App& app,
                                                           const online_options& online) {
   auto in = std::make_shared<import_args>();
@@ -671,17 +687,10 @@ std::function<std::optional<int>()> add_transfer_commands(CLI::App& app,
                          "The revision: [tenant:]ns/resource@revision[#generation]; without "
                          "#generation the next one")
       ->required();
-  import_cmd->add_option("--preferred", in->policy.preferred,
-                         "Preferred residency HOT, COLD or MIXED: files are written straight to "
-                         "the tier it gives them (default: the daemon's, HOT)");
-  import_cmd->add_option("--ratio", in->policy.mixed_hot_ratio,
-                         "MIXED: the share of bytes kept HOT, in (0,1) (default 0.5)");
-  import_cmd->add_option("--mode", in->policy.mode, "Migration mode AUTO, MANUAL or PINNED");
-  import_cmd->add_option("--jobs,-j", in->jobs, "Uploads at once, 1..64")->capture_default_str();
+  add_upload_options(import_cmd, *in, "--mode");
   import_cmd->add_flag("--resume", in->resume,
                        "Continue an interrupted import of this id: payloads already stored with "
                        "the same bytes (sha256, or the store's xxh3) are not sent again (none IMPORTING: an ordinary import)");
-  import_cmd->add_flag("--quiet,-q", in->quiet, "No progress on stderr");
   auto* export_cmd = app.add_subcommand(
       "export", "Download a revision into a directory, verifying every file's sha256");
   export_cmd->add_option("ID", ex->first, "The revision (without #generation: the highest READY)")
@@ -713,14 +722,10 @@ std::function<std::optional<int>()> add_transfer_commands(CLI::App& app,
                          "The new weight_generation (default: the lineage's highest + 1)");
   upsert_cmd->add_flag("--wait", up->upsert->wait,
                        "Return once the base is deleted (its leases ended) and the claim COMPLETED");
-  upsert_cmd->add_option("--preferred", up->policy.preferred, "Preferred residency HOT, COLD or MIXED");
-  upsert_cmd->add_option("--ratio", up->policy.mixed_hot_ratio, "MIXED: the share of bytes kept HOT");
-  upsert_cmd->add_option("--policy-mode", up->policy.mode, "Migration mode AUTO, MANUAL or PINNED");
-  upsert_cmd->add_option("--jobs,-j", up->jobs, "Uploads at once, 1..64")->capture_default_str();
+  add_upload_options(upsert_cmd, *up, "--policy-mode");  // --mode is the upsert's
   upsert_cmd->add_flag("--resume", up->resume,
                        "With the --request-id of an interrupted upsert: payloads already stored "
                        "are not sent again");
-  upsert_cmd->add_flag("--quiet,-q", up->quiet, "No progress on stderr");
   return [in, ex, ex_args, import_cmd, export_cmd, up, mode, upsert_cmd,
           &online]() -> std::optional<int> {
     if (*import_cmd) return import_dir(online, *in, std::cout, std::cerr);

@@ -64,6 +64,13 @@ std::function<void(actors::lease_view&)> lease_into(v1::Lease* resp) {
   return [resp](actors::lease_view& l) { to_proto(l, resp); };
 }
 
+/// BeginUpsert and AbortUpsert answer with the lineage's claim.
+std::function<void(actors::lineage_view&)> claim_into(v1::UpsertClaim* resp) {
+  return [resp](actors::lineage_view& l) {
+    if (l.claim) to_proto(*l.claim, resp);
+  };
+}
+
 std::function<void(events::operation_record&)> operation_into(v1::Operation* resp) {
   return [resp](events::operation_record& op) { to_proto(op, resp); };
 }
@@ -182,9 +189,7 @@ class weight_service final : public v1::WeightService::CallbackService {
   }
   ServerUnaryReactor* BeginUpsert(CallbackServerContext* ctx, const v1::BeginUpsertRequest* req,
                                   v1::UpsertClaim* resp) override {
-    return command<actors::lineage_view>(ctx, *req, [resp](actors::lineage_view& l) {
-      if (l.claim) to_proto(*l.claim, resp);
-    });
+    return command<actors::lineage_view>(ctx, *req, claim_into(resp));
   }
   ServerUnaryReactor* CommitUpsert(CallbackServerContext* ctx, const v1::CommitUpsertRequest* req,
                                    v1::RevisionView* resp) override {
@@ -192,9 +197,7 @@ class weight_service final : public v1::WeightService::CallbackService {
   }
   ServerUnaryReactor* AbortUpsert(CallbackServerContext* ctx, const v1::AbortUpsertRequest* req,
                                   v1::UpsertClaim* resp) override {
-    return command<actors::lineage_view>(ctx, *req, [resp](actors::lineage_view& l) {
-      if (l.claim) to_proto(*l.claim, resp);
-    });
+    return command<actors::lineage_view>(ctx, *req, claim_into(resp));
   }
   ServerUnaryReactor* GetLineage(CallbackServerContext* ctx, const v1::GetLineageRequest* req,
                                  v1::Lineage* resp) override {
