@@ -220,7 +220,7 @@ struct begin_import {
   std::string principal, request_id;
   /// An upsert's claim events, committed in the same transaction as the
   /// import's own (never without them: a no-op begin is CONFLICT then).
-  std::vector<events::v1::Envelope> along;
+  std::vector<events::v1::Envelope> along = {};
 };
 
 struct commit_import {
@@ -229,7 +229,7 @@ struct commit_import {
   events::manifest_ref manifest;
   std::vector<std::string> payload_keys;
   std::string principal, request_id;
-  std::vector<events::v1::Envelope> along;  // as for begin_import
+  std::vector<events::v1::Envelope> along = {};  // as for begin_import
 };
 
 struct abort_import {
@@ -359,11 +359,13 @@ struct migrate_revision {
 
 struct get_operation {
   uint64_t operation_id = 0;
+  std::string caller_tenant = "";  // set: a lease or operation of another tenant is NOT_FOUND
 };
 
 struct cancel_operation {
   uint64_t operation_id = 0;
   std::string principal, request_id;
+  std::string caller_tenant = "";  // set: a lease or operation of another tenant is NOT_FOUND
 };
 
 /// The reconciler's decision for one revision, taken by the revision itself
@@ -410,17 +412,20 @@ struct renew_lease {
   uint64_t lease_id = 0;
   uint64_t ttl_ms = 0;
   std::string principal, request_id;
+  std::string caller_tenant = "";  // set: a lease or operation of another tenant is NOT_FOUND
 };
 
 struct release_lease {
   uint64_t lease_id = 0;
   std::string principal, request_id;
+  std::string caller_tenant = "";  // set: a lease or operation of another tenant is NOT_FOUND
 };
 
 struct revoke_lease {
   uint64_t lease_id = 0;
   std::string reason;  // recorded in the event
   std::string principal, request_id;
+  std::string caller_tenant = "";  // set: a lease or operation of another tenant is NOT_FOUND
 };
 
 struct list_leases {
@@ -490,6 +495,7 @@ class watch_sink {
 };
 
 struct watch_filter {
+  std::string tenant;              // set: only this tenant's events (SPEC §9); "" = all
   std::string stream_prefix;       // "" = every stream
   std::vector<std::string> types;  // catalog names (event_type.hpp); empty = all
 };

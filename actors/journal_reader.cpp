@@ -4,6 +4,7 @@
 
 #include "actors/errors.hpp"
 #include "events/event_type.hpp"
+#include "events/evolve.hpp"
 #include "events/identity.hpp"
 
 namespace weightd::actors {
@@ -28,6 +29,7 @@ struct reader_state {
 using reader_actor = journal_reader_actor::stateful_pointer<reader_state>;
 
 bool matches(const v1::Envelope& e, const watch_filter& f) {
+  if (!f.tenant.empty() && events::tenant_of(e) != f.tenant) return false;
   if (!f.stream_prefix.empty() && e.stream().compare(0, f.stream_prefix.size(), f.stream_prefix) != 0)
     return false;
   if (f.types.empty()) return true;

@@ -133,13 +133,21 @@ void learn(reg_pointer self, revision_view view) {
 /// Hands a lease command to the revision holding the lease. A lease held by
 /// nobody is answered by `not_held(issued)`: issued = the id was handed out,
 /// so the lease has ended (released, expired or revoked).
+caf::error unknown_lease(uint64_t id) {
+  return to_error({errc::not_found, "lease " + std::to_string(id) +
+                                        " does not exist; acquire one with AcquireLease"});
+}
+
 template <class Command>
 caf::result<lease_view> route_lease(reg_pointer self, Command& cmd,
                                     std::function<caf::result<lease_view>(bool)> not_held) {
   auto& st = self->state;
   if (cmd.lease_id == 0) return to_error({errc::invalid_argument, "lease_id must be at least 1"});
-  if (auto it = st.lease_owners.find(cmd.lease_id); it != st.lease_owners.end())
+  if (auto it = st.lease_owners.find(cmd.lease_id); it != st.lease_owners.end()) {
+    if (!cmd.caller_tenant.empty() && it->second.tenant != cmd.caller_tenant)
+      return not_held(false);  // another tenant's: as if it had never been issued
     return self->delegate(actor_for(self, it->second), std::move(cmd));
+  }
   return not_held(cmd.lease_id <= st.deps.lease_ids->load());
 }
 
@@ -150,16 +158,13 @@ caf::result<events::operation_record> route_operation(reg_pointer self, Command&
   if (cmd.operation_id == 0)
     return to_error({errc::invalid_argument, "operation_id must be at least 1"});
   auto it = st.operation_owners.find(cmd.operation_id);
-  if (it == st.operation_owners.end())
+  if (it == st.operation_owners.end() ||
+      (!cmd.caller_tenant.empty() && it->second.tenant != cmd.caller_tenant))
     return to_error({errc::not_found,
                      "operation " + std::to_string(cmd.operation_id) + " does not exist"});
   return self->delegate(actor_for(self, it->second), std::move(cmd));
 }
 
-caf::error unknown_lease(uint64_t id) {
-  return to_error({errc::not_found, "lease " + std::to_string(id) +
-                                        " does not exist; acquire one with AcquireLease"});
-}
 
 /// Carries a round's decisions out: ticks, and residency moves that the
 /// revisions re-check before they start them.

@@ -124,6 +124,19 @@ std::string stream_of(const v1::Envelope& e) {
   }
 }
 
+std::string tenant_of(const v1::Envelope& e) {
+  using P = v1::Envelope::PayloadCase;
+  if (is_revision_event(e)) return revision_of(e).tenant;
+  if (is_lineage_event(e)) return lineage_base_of(e).tenant;
+  switch (e.payload_case()) {
+    case P::kObjectPut: return e.object_put().tenant();
+    case P::kReplicaAdded: return e.replica_added().tenant();
+    case P::kReplicaDropped: return e.replica_dropped().tenant();
+    case P::kObjectRemoved: return e.object_removed().tenant();
+    default: return "";
+  }
+}
+
 status evolve_objects(object_index& index, const v1::Envelope& e) {
   using P = v1::Envelope::PayloadCase;
   switch (e.payload_case()) {

@@ -30,6 +30,10 @@ bool is_object_event(const v1::Envelope& event);
 /// object's, or the system stream. Replay refuses an event stored elsewhere.
 std::string stream_of(const v1::Envelope& event);
 
+/// The tenant whose data an event is about ("" for a system event): what
+/// History and Watch filter on (SPEC §9).
+std::string tenant_of(const v1::Envelope& event);
+
 /// Applies one object event to an object index (the part of evolve() the
 /// object-store actor runs live). Refusals as for evolve().
 status evolve_objects(object_index& index, const v1::Envelope& event);

@@ -411,8 +411,16 @@ void add_daemon_options(CLI::App& app, daemon_config& c, const std::string& vers
       "SIZE: bytes, or a number and a unit: KiB, MiB, GiB, TiB (powers of 2), kB or KB, MB, GB, "
       "TB (powers of 10), e.g. 64MiB, 8GiB.");
 
-  app.add_option("--listen", c.listen, "gRPC address (loopback only in this build)")
+  app.add_option("--listen", c.listen,
+                 "gRPC address; beyond loopback only with --auth-tokens-file and TLS")
       ->capture_default_str();
+  app.add_option("--auth-tokens-file", c.auth_tokens_file,
+                 "Tokens file, CSV token,name,tenant,role (reader, writer, admin), mode 0600; "
+                 "re-read on SIGHUP. Set: every call needs 'authorization: Bearer <token>'");
+  app.add_option("--tls-cert-file", c.tls_cert_file, "PEM certificate (chain) of the gRPC listener");
+  app.add_option("--tls-key-file", c.tls_key_file, "PEM private key of --tls-cert-file");
+  app.add_option("--tls-client-ca-file", c.tls_client_ca_file,
+                 "PEM CA: clients must present a certificate it signed (mutual TLS)");
   app.add_option("--http-listen", c.http_listen,
                  "HTTP address of /metrics and /healthz (loopback unless --http-listen-public)")
       ->capture_default_str();

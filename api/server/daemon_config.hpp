@@ -29,6 +29,9 @@ struct daemon_config {
   std::string listen = "127.0.0.1:7070";
   std::string http_listen = "127.0.0.1:7071";
   bool http_listen_public = false;  // a non-loopback --http-listen only with this
+  // SPEC §9: tokens (CSV token,name,tenant,role; re-read on SIGHUP) and TLS.
+  std::string auth_tokens_file;
+  std::string tls_cert_file, tls_key_file, tls_client_ca_file;
   std::string data_dir = "./var";
   std::string journal_dir;  // default: <data_dir>/journal
   std::string journal_sync = "sync";

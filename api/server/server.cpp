@@ -6,6 +6,9 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "actors/errors.hpp"
 #include "actors/validate.hpp"
 #include "api/server/convert.hpp"
@@ -50,6 +53,24 @@ ServerUnaryReactor* reject(CallbackServerContext* ctx, const status& st) {
 
 // ------------------------------------------------------------ WeightService
 
+/// The caller of a call may make it (SPEC §9): the request with the caller's
+/// tenant in every tenant field, or UNAUTHENTICATED / PERMISSION_DENIED.
+template <class Request>
+result<std::pair<caller, Request>> admit(const authenticator& auth, const grpc::ServerContextBase* ctx,
+                                         const Request& req) {
+  auto request = req;
+  auto who = auth.authorize(*ctx, request);
+  if (!who) return who.error();
+  return std::pair{std::move(*who), std::move(request)};
+}
+
+/// Commands that name a lease or an operation by its id carry the caller's
+/// tenant: the registry answers NOT_FOUND for one of another tenant.
+template <class T, class = void>
+struct names_by_id : std::false_type {};
+template <class T>
+struct names_by_id<T, std::void_t<decltype(std::declval<T&>().caller_tenant)>> : std::true_type {};
+
 /// Commands with a principal are mutations: the journal records who asked.
 template <class T, class = void>
 struct is_mutation : std::false_type {};
@@ -80,7 +101,7 @@ class weight_service final : public v1::WeightService::CallbackService {
   weight_service(caf::actor_system& sys, actors::node& node, server_options o,
                  stream_limits& limits)
       : sys_(sys), registry_(node.registry()), reader_(node.reader()), timeout_(o.timeout),
-        local_reads_(o.local_reads), limits_(limits) {}
+        local_reads_(o.local_reads), limits_(limits), auth_(o.auth) {}
 
   ServerUnaryReactor* BeginImport(CallbackServerContext* ctx, const v1::BeginImportRequest* req,
                                   v1::RevisionView* resp) override {
@@ -168,7 +189,9 @@ class weight_service final : public v1::WeightService::CallbackService {
   }
   ServerUnaryReactor* History(CallbackServerContext* ctx, const v1::HistoryRequest* req,
                               v1::HistoryResponse* resp) override {
-    auto query = from_proto(*req);
+    auto admitted = admit(*auth_, ctx, *req);
+    if (!admitted) return reject(ctx, admitted.error());
+    auto query = from_proto(admitted->second);
     if (!query) return reject(ctx, query.error());
     return unary<actors::history_page>(
         sys_, timeout_, ctx, reader_,
@@ -212,12 +235,18 @@ class weight_service final : public v1::WeightService::CallbackService {
   /// who asked on mutations, and sends the command to the registry.
   template <class Reply, class Request, class Fill>
   ServerUnaryReactor* command(CallbackServerContext* ctx, const Request& req, Fill fill) {
-    auto cmd = from_proto(req);
+    auto admitted = admit(*auth_, ctx, req);
+    if (!admitted) return reject(ctx, admitted.error());
+    const auto& [who, request] = *admitted;
+    auto cmd = from_proto(request);
     if (!cmd) return reject(ctx, cmd.error());
-    if constexpr (is_mutation<std::decay_t<decltype(*cmd)>>::value) {
+    using command_type = std::decay_t<decltype(*cmd)>;
+    if constexpr (is_mutation<command_type>::value) {
       if (auto st = actors::check_request_id(cmd->request_id); !st.ok()) return reject(ctx, st);
-      cmd->principal = ctx->peer();
+      cmd->principal = who.principal;
     }
+    if constexpr (names_by_id<command_type>::value)  // a lease or operation of another tenant
+      cmd->caller_tenant = who.any_tenant() ? "" : who.tenant;
     return unary<Reply>(sys_, timeout_, ctx, registry_, fill, std::move(*cmd));
   }
 
@@ -227,6 +256,7 @@ class weight_service final : public v1::WeightService::CallbackService {
   std::chrono::seconds timeout_;
   bool local_reads_;
   stream_limits& limits_;
+  std::shared_ptr<authenticator> auth_;
 };
 
 /// Watch: the journal reader hands a batch to the stream's sink; the stream
@@ -237,12 +267,18 @@ class weight_service final : public v1::WeightService::CallbackService {
 /// finished once, under the watch's lock, by whoever comes first.
 class watch_reactor final : public grpc::ServerWriteReactor<events::v1::Envelope> {
  public:
-  watch_reactor(actors::journal_reader_actor reader, stream_limits& limits,
+  watch_reactor(actors::journal_reader_actor reader, stream_limits& limits, const authenticator& auth,
                 CallbackServerContext* ctx, const v1::WatchRequest& req)
       : reader_(reader), ctx_(ctx), watch_(limits.watch_put()) {
     auto watch = watch_;
     std::lock_guard<std::recursive_mutex> lock(watch->lock);
-    auto pull = from_proto(req);
+    auto allowed = admit(auth, ctx, req);
+    if (!allowed) {
+      finish(allowed.error());
+      return;
+    }
+    auto pull = from_proto(allowed->second);
+    if (pull && !allowed->first.any_tenant()) pull->filter.tenant = allowed->first.tenant;
     if (!pull) {
       finish(pull.error());
       return;
@@ -342,7 +378,7 @@ class watch_reactor final : public grpc::ServerWriteReactor<events::v1::Envelope
 
 grpc::ServerWriteReactor<events::v1::Envelope>* weight_service::Watch(CallbackServerContext* ctx,
                                                                       const v1::WatchRequest* req) {
-  return new watch_reactor(reader_, limits_, ctx, *req);
+  return new watch_reactor(reader_, limits_, *auth_, ctx, *req);
 }
 
 // ------------------------------------------------------------ ObjectService
@@ -355,8 +391,9 @@ grpc::ServerWriteReactor<events::v1::Envelope>* weight_service::Watch(CallbackSe
 class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
  public:
   put_reactor(caf::actor_system& sys, actors::object_store_actor store, std::chrono::seconds timeout,
-              stream_limits& limits, CallbackServerContext* ctx, v1::PutResponse* resp)
-      : sys_(sys), store_(store), timeout_(timeout), ctx_(ctx), resp_(resp),
+              stream_limits& limits, const authenticator& auth, CallbackServerContext* ctx,
+              v1::PutResponse* resp)
+      : sys_(sys), store_(store), timeout_(timeout), ctx_(ctx), resp_(resp), auth_(auth),
         watch_(limits.watch_put()) {
     auto watch = watch_;
     std::lock_guard<std::recursive_mutex> lock(watch->lock);
@@ -408,8 +445,11 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
   void on_header(bool ok) {
     if (!ok || req_.part_case() != v1::PutRequest::kHeader)
       return finish({errc::invalid_argument, "header is required as the first message of a put"});
-    auto request = from_proto(req_.header());
+    auto admitted = admit(auth_, ctx_, req_.header());
+    if (!admitted) return finish(admitted.error());
+    auto request = from_proto(admitted->second);
     if (!request) return finish(request.error());
+    request->principal = admitted->first.principal;
     // The replies hold the watch, never read it through `this`: a call that
     // was cancelled or went idle meanwhile is finished, and OnDone may have
     // deleted this reactor already.
@@ -486,6 +526,7 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
   std::chrono::seconds timeout_;
   CallbackServerContext* ctx_;
   v1::PutResponse* resp_;
+  const authenticator& auth_;
   std::shared_ptr<put_watch> watch_;
   stream_limits::slot slot_;
   v1::PutRequest req_;
@@ -502,15 +543,21 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
 class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
  public:
   get_reactor(caf::actor_system& sys, actors::object_store_actor store, std::chrono::seconds timeout,
-              stream_limits& limits, CallbackServerContext* ctx, const v1::GetRequest* req)
+              stream_limits& limits, const authenticator& auth, CallbackServerContext* ctx,
+              const v1::GetRequest* req)
       : ctx_(ctx) {
+    auto allowed = admit(auth, ctx, *req);
+    if (!allowed) {
+      finish(allowed.error());
+      return;
+    }
     auto admitted = limits.admit(ctx->peer());
     if (!admitted) {
       finish(admitted.error());
       return;
     }
     slot_ = std::move(*admitted);
-    sys.spawn([this, store, timeout, tenant = req->tenant(), key = req->key()](
+    sys.spawn([this, store, timeout, tenant = allowed->second.tenant(), key = req->key()](
                   caf::event_based_actor* self) {
       self->request(store, timeout, caf::get_atom::value, tenant, key)
           .then(
@@ -560,31 +607,40 @@ class object_service final : public v1::ObjectService::CallbackService {
  public:
   object_service(caf::actor_system& sys, actors::node& node, server_options o,
                  stream_limits& limits)
-      : sys_(sys), store_(node.objects()), timeout_(o.timeout), limits_(limits) {}
+      : sys_(sys), store_(node.objects()), timeout_(o.timeout), limits_(limits), auth_(o.auth) {}
 
   grpc::ServerReadReactor<v1::PutRequest>* Put(CallbackServerContext* ctx,
                                                v1::PutResponse* resp) override {
-    return new put_reactor(sys_, store_, timeout_, limits_, ctx, resp);
+    return new put_reactor(sys_, store_, timeout_, limits_, *auth_, ctx, resp);
   }
   grpc::ServerWriteReactor<v1::GetResponse>* Get(CallbackServerContext* ctx,
                                                  const v1::GetRequest* req) override {
-    return new get_reactor(sys_, store_, timeout_, limits_, ctx, req);
+    return new get_reactor(sys_, store_, timeout_, limits_, *auth_, ctx, req);
   }
-  ServerUnaryReactor* Stat(CallbackServerContext* ctx, const v1::StatRequest* req,
+  ServerUnaryReactor* Stat(CallbackServerContext* ctx, const v1::StatRequest* req_in,
                            v1::ObjectInfo* resp) override {
+    auto admitted = admit(*auth_, ctx, *req_in);
+    if (!admitted) return reject(ctx, admitted.error());
+    const auto* req = &admitted->second;
     return unary<actors::object_info>(
         sys_, timeout_, ctx, store_, [resp](actors::object_info& i) { to_proto(i, resp); },
         actors::stat_atom::value, req->tenant(), req->key());
   }
-  ServerUnaryReactor* Remove(CallbackServerContext* ctx, const v1::RemoveRequest* req,
+  ServerUnaryReactor* Remove(CallbackServerContext* ctx, const v1::RemoveRequest* req_in,
                              v1::RemoveResponse* resp) override {
+    auto admitted = admit(*auth_, ctx, *req_in);
+    if (!admitted) return reject(ctx, admitted.error());
+    const auto* req = &admitted->second;
     return unary<actors::object_info>(
         sys_, timeout_, ctx, store_,
         [resp](actors::object_info& i) { to_proto(i, resp->mutable_object()); },
         actors::remove_atom::value, req->tenant(), req->key(), req->force());
   }
-  ServerUnaryReactor* BatchRemove(CallbackServerContext* ctx, const v1::BatchRemoveRequest* req,
+  ServerUnaryReactor* BatchRemove(CallbackServerContext* ctx, const v1::BatchRemoveRequest* req_in,
                                   v1::BatchRemoveResponse* resp) override {
+    auto admitted = admit(*auth_, ctx, *req_in);
+    if (!admitted) return reject(ctx, admitted.error());
+    const auto* req = &admitted->second;
     std::vector<std::string> keys(req->keys().begin(), req->keys().end());
     return unary<actors::batch_removal>(
         sys_, timeout_, ctx, store_,
@@ -598,8 +654,11 @@ class object_service final : public v1::ObjectService::CallbackService {
         },
         actors::remove_atom::value, req->tenant(), keys, req->force());
   }
-  ServerUnaryReactor* RemoveAll(CallbackServerContext* ctx, const v1::RemoveAllRequest* req,
+  ServerUnaryReactor* RemoveAll(CallbackServerContext* ctx, const v1::RemoveAllRequest* req_in,
                                 v1::RemoveAllResponse* resp) override {
+    auto admitted = admit(*auth_, ctx, *req_in);
+    if (!admitted) return reject(ctx, admitted.error());
+    const auto* req = &admitted->second;
     return unary<actors::removal_summary>(
         sys_, timeout_, ctx, store_,
         [resp](actors::removal_summary& s) {
@@ -610,8 +669,11 @@ class object_service final : public v1::ObjectService::CallbackService {
         },
         actors::removeall_atom::value, req->tenant(), req->prefix(), req->all());
   }
-  ServerUnaryReactor* Evict(CallbackServerContext* ctx, const v1::EvictRequest* req,
+  ServerUnaryReactor* Evict(CallbackServerContext* ctx, const v1::EvictRequest* req_in,
                             v1::EvictResponse* resp) override {
+    auto admitted = admit(*auth_, ctx, *req_in);
+    if (!admitted) return reject(ctx, admitted.error());
+    const auto* req = &admitted->second;
     return unary<actors::eviction_summary>(
         sys_, timeout_, ctx, store_,
         [resp](actors::eviction_summary& s) {
@@ -624,8 +686,11 @@ class object_service final : public v1::ObjectService::CallbackService {
         },
         actors::evict_atom::value, req->target_ratio());
   }
-  ServerUnaryReactor* List(CallbackServerContext* ctx, const v1::ListObjectsRequest* req,
+  ServerUnaryReactor* List(CallbackServerContext* ctx, const v1::ListObjectsRequest* req_in,
                            v1::ListObjectsResponse* resp) override {
+    auto admitted = admit(*auth_, ctx, *req_in);
+    if (!admitted) return reject(ctx, admitted.error());
+    const auto* req = &admitted->second;
     return unary<actors::object_page>(
         sys_, timeout_, ctx, store_,
         [resp](actors::object_page& page) {
@@ -640,6 +705,7 @@ class object_service final : public v1::ObjectService::CallbackService {
   actors::object_store_actor store_;
   std::chrono::seconds timeout_;
   stream_limits& limits_;
+  std::shared_ptr<authenticator> auth_;
 };
 
 // ------------------------------------------------------------- AdminService
@@ -649,8 +715,10 @@ class admin_service final : public v1::AdminService::CallbackService {
   admin_service(caf::actor_system& sys, actors::node& node, server_options o)
       : sys_(sys), node_(node), options_(std::move(o)) {}
 
-  ServerUnaryReactor* Status(CallbackServerContext* ctx, const v1::StatusRequest*,
+  ServerUnaryReactor* Status(CallbackServerContext* ctx, const v1::StatusRequest* req,
                              v1::StatusResponse* resp) override {
+    if (auto admitted = admit(*options_.auth, ctx, *req); !admitted)
+      return reject(ctx, admitted.error());
     auto* reactor = ctx->DefaultReactor();
     resp->set_version(options_.version);
     resp->set_writer_id(node_.backend()->writer_id());
@@ -700,8 +768,10 @@ class admin_service final : public v1::AdminService::CallbackService {
     });
     return reactor;
   }
-  ServerUnaryReactor* Snapshot(CallbackServerContext* ctx, const v1::SnapshotRequest*,
+  ServerUnaryReactor* Snapshot(CallbackServerContext* ctx, const v1::SnapshotRequest* req,
                                v1::SnapshotResponse* resp) override {
+    if (auto admitted = admit(*options_.auth, ctx, *req); !admitted)
+      return reject(ctx, admitted.error());
     return unary<uint64_t>(
         sys_, options_.timeout, ctx, node_.snapshotter(),
         [resp](uint64_t seq) { resp->set_seq(seq); }, actors::snapshot_atom::value);
@@ -712,6 +782,53 @@ class admin_service final : public v1::AdminService::CallbackService {
   actors::node& node_;
   server_options options_;
 };
+
+}  // namespace
+
+namespace {
+
+result<std::string> read_pem(const std::string& path, const char* flag) {
+  std::ifstream in(path);
+  std::stringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || text.str().empty())
+    return status{errc::invalid_argument, std::string{flag} + " " + path + " cannot be read"};
+  return text.str();
+}
+
+/// TLS (and mutual TLS) when its files are given, else plaintext; beyond
+/// loopback both TLS and a tokens file are required (SPEC §9).
+result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const server_options& o) {
+  bool tls = !o.tls_cert_file.empty() || !o.tls_key_file.empty();
+  if (tls && (o.tls_cert_file.empty() || o.tls_key_file.empty()))
+    return status{errc::invalid_argument, "--tls-cert-file and --tls-key-file go together"};
+  if (!o.tls_client_ca_file.empty() && !tls)
+    return status{errc::invalid_argument,
+                  "--tls-client-ca-file needs --tls-cert-file and --tls-key-file"};
+  if (!is_loopback_address(o.listen)) {
+    std::string missing;
+    if (!o.auth->secured()) missing = "--auth-tokens-file";
+    if (!tls) missing += std::string{missing.empty() ? "" : " and "} + "--tls-cert-file/--tls-key-file";
+    if (!missing.empty())
+      return status{errc::invalid_argument,
+                    "--listen " + o.listen + " is not a loopback address: serving beyond this "
+                    "host needs authentication and TLS (SPEC §9); give " + missing};
+  }
+  if (!tls) return grpc::InsecureServerCredentials();
+  auto cert = read_pem(o.tls_cert_file, "--tls-cert-file");
+  if (!cert) return cert.error();
+  auto key = read_pem(o.tls_key_file, "--tls-key-file");
+  if (!key) return key.error();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!o.tls_client_ca_file.empty()) {
+    auto ca = read_pem(o.tls_client_ca_file, "--tls-client-ca-file");
+    if (!ca) return ca.error();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
 
 }  // namespace
 
@@ -732,11 +849,13 @@ struct grpc_server::services {
 
 result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, actors::node& node,
                                                         server_options options) {
-  if (!is_loopback_address(options.listen))
-    return status{errc::invalid_argument,
-                  "--listen " + options.listen +
-                      " is not a loopback address; this build has no authentication yet (SPEC "
-                      "§9), so it serves 127.0.0.1 or [::1] only"};
+  if (!options.auth) {  // security off
+    auto off = authenticator::open("");
+    if (!off) return off.error();
+    options.auth = *off;
+  }
+  auto credentials = server_credentials(options);
+  if (!credentials) return credentials.error();
   std::unique_ptr<grpc_server> s{new grpc_server};
   s->sys_ = &sys;
   s->node_ = &node;
@@ -747,7 +866,7 @@ result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, 
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   s->services_.reset(new services(sys, node, options));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(options.listen, *credentials, &s->port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
   builder.SetMaxSendMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
   // gRPC sets SO_REUSEPORT by default: a second daemon on a busy port would

@@ -18,6 +18,7 @@
 
 #include "actors/node.hpp"
 #include "api/common/wire.hpp"
+#include "api/server/auth.hpp"
 #include "api/server/stream_limits.hpp"
 
 namespace weightd::api {
@@ -31,6 +32,10 @@ struct server_options {
   stream_limit_options streams;           // open Put/Get streams, idle Puts
   std::string version = "dev";
   bool local_reads = true;  // serve OpenLocal (SPEC §4 Local reads; --local-reads)
+  /// Who may call what (SPEC §9); null = security off (loopback only).
+  std::shared_ptr<authenticator> auth;
+  std::string tls_cert_file, tls_key_file;  // PEM; both or neither
+  std::string tls_client_ca_file;           // PEM; set: clients must present a certificate it signed
 };
 
 /// Is `listen` (host:port) a loopback address (127.x, localhost, [::1])?
@@ -38,8 +43,9 @@ bool is_loopback_address(const std::string& listen);
 
 class grpc_server {
  public:
-  /// Binds and starts serving `node`. Listening beyond loopback is refused
-  /// until authentication exists (SPEC §9).
+  /// Binds and starts serving `node`. Listening beyond loopback needs a
+  /// tokens file and TLS (SPEC §9): without them it is refused, naming what
+  /// is missing.
   static result<std::unique_ptr<grpc_server>> start(caf::actor_system& sys, actors::node& node,
                                                     server_options options);
   ~grpc_server();

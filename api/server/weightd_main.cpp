@@ -23,7 +23,7 @@
 
 namespace {
 
-/// Blocks until SIGINT or SIGTERM arrives (they are blocked in every thread).
+/// Blocks until SIGINT, SIGTERM or SIGHUP arrives (blocked in every thread).
 int wait_for_shutdown_signal(sigset_t& signals) {
   int signal = 0;
   sigwait(&signals, &signal);
@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // re-reads the tokens file
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   CLI::App app{"weightd — model weights as first-class citizens of a store master"};
@@ -121,6 +122,16 @@ int main(int argc, char** argv) {
   server_options.streams = {config.max_streams, config.max_streams_per_connection,
                             config.put_idle_timeout, config.watch_stall_timeout};
   server_options.local_reads = config.local_reads;
+  auto auth = api::authenticator::open(config.auth_tokens_file);
+  if (!auth) {
+    spdlog::error("weightd cannot serve error=\"{}\"", auth.error().to_string());
+    node.stop();
+    return 1;
+  }
+  server_options.auth = *auth;
+  server_options.tls_cert_file = config.tls_cert_file;
+  server_options.tls_key_file = config.tls_key_file;
+  server_options.tls_client_ca_file = config.tls_client_ca_file;
   auto server = api::grpc_server::start(sys, node, server_options);
   if (!server) {
     spdlog::error("weightd cannot serve error=\"{}\"", server.error().to_string());
@@ -147,6 +158,17 @@ int main(int argc, char** argv) {
     spdlog::warn("weightd cannot tell systemd it is ready (sd_notify: {})", std::strerror(-rc));
 
   int signal = wait_for_shutdown_signal(signals);
+  for (; signal == SIGHUP; signal = wait_for_shutdown_signal(signals)) {
+    if (!server_options.auth->secured()) {
+      spdlog::info("SIGHUP: no --auth-tokens-file to re-read");
+      continue;
+    }
+    if (auto st = server_options.auth->reload(); st.ok())
+      spdlog::info("tokens file re-read file={}", config.auth_tokens_file);
+    else
+      spdlog::warn("tokens file not re-read, the tokens loaded before stay error=\"{}\"; fix "
+                   "the file and send SIGHUP again", st.message());
+  }
   sd_notify(0, "STOPPING=1");
   auto failure = node.health().failure();
   if (failure.empty())
