@@ -2,6 +2,7 @@
 // gRPC (--address); `journal` and `history` read the journal files offline.
 #include <CLI/CLI.hpp>
 
+#include <fstream>
 #include <iostream>
 
 #include "api/common/transfer_buffers.hpp"
@@ -31,6 +32,17 @@ int main(int argc, char** argv) {
       ->envname("WEIGHTD_ADDRESS")
       ->capture_default_str();
   app.add_option("--tenant", online.tenant, "Tenant")->envname("WEIGHTD_TENANT")->capture_default_str();
+  std::string token_file;
+  app.add_option("--token", online.connection.token,
+                 "Bearer token for a daemon with --auth-tokens-file (prefer WEIGHTD_TOKEN or "
+                 "--token-file: a flag shows in ps)")
+      ->envname("WEIGHTD_TOKEN");
+  app.add_option("--token-file", token_file, "A file holding the bearer token");
+  app.add_option("--tls-ca-file", online.connection.tls_ca_file,
+                 "PEM CA that signed the daemon's certificate: connect with TLS");
+  app.add_option("--tls-cert-file", online.connection.tls_cert_file,
+                 "PEM client certificate (mutual TLS)");
+  app.add_option("--tls-key-file", online.connection.tls_key_file, "PEM key of --tls-cert-file");
   app.add_flag("--json", json, "Print JSON");
   app.add_option("--request-id", online.connection.request_id,
                  "The id the daemon logs and records in the journal for this command's changes "
@@ -207,6 +219,19 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitUsage;
   }
   online.json = json;
+  if (!token_file.empty() && app.get_option("--token")->count() == 0) {
+    std::ifstream in(token_file);
+    std::string token;
+    if (!in || !std::getline(in, token) || token.empty())
+      return fail(std::cerr, {weightd::errc::invalid_argument, "--token-file " + token_file +
+                                                          " cannot be read or is empty"});
+    while (!token.empty() && (token.back() == '\r' || token.back() == ' ')) token.pop_back();
+    online.connection.token = token;
+  }
+  // With a token the daemon knows the caller's tenant: a request naming none
+  // is the credential's (SPEC §9), unless --tenant names one.
+  if (!online.connection.token.empty() && app.get_option("--tenant")->count() == 0)
+    online.tenant = "";
   if (online.connection.request_id.empty())
     online.connection.request_id = new_request_id("weightctl");
   name_daemon_address(online.connection.address);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <sstream>
 #include <random>
 #include <thread>
 #include <type_traits>
@@ -12,22 +13,62 @@
 
 namespace weightd::api {
 
+namespace {
+
+/// The channel's credentials: TLS when a CA or a client certificate is named.
+result<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(const client_options& o) {
+  if (o.tls_ca_file.empty() && o.tls_cert_file.empty() && o.tls_key_file.empty())
+    return grpc::InsecureChannelCredentials();
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty())
+    return status{errc::invalid_argument, "--tls-cert-file and --tls-key-file go together"};
+  auto pem = [](const std::string& path, const char* flag) -> result<std::string> {
+    if (path.empty()) return std::string{};
+    std::ifstream in(path);
+    std::stringstream text;
+    if (in) text << in.rdbuf();
+    if (!in || text.str().empty())
+      return status{errc::invalid_argument, std::string{flag} + " " + path + " cannot be read"};
+    return text.str();
+  };
+  grpc::SslCredentialsOptions ssl;
+  auto ca = pem(o.tls_ca_file, "--tls-ca-file");
+  auto cert = pem(o.tls_cert_file, "--tls-cert-file");
+  auto key = pem(o.tls_key_file, "--tls-key-file");
+  for (const auto* r : {&ca, &cert, &key})
+    if (!*r) return r->error();
+  ssl.pem_root_certs = *ca;  // "" = the system's roots
+  ssl.pem_cert_chain = *cert;
+  ssl.pem_private_key = *key;
+  return grpc::SslCredentials(ssl);
+}
+
+}  // namespace
+
 client::client(client_options options) : options_(std::move(options)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
   args.SetMaxSendMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, static_cast<int>(kStreamWindowBytes));
-  channel_ = grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+  auto credentials = channel_credentials(options_);
+  if (!credentials) setup_ = credentials.error();
+  channel_ = grpc::CreateCustomChannel(
+      options_.address, credentials ? *credentials : grpc::InsecureChannelCredentials(), args);
   weights_ = v1::WeightService::NewStub(channel_);
   objects_ = v1::ObjectService::NewStub(channel_);
   admin_ = v1::AdminService::NewStub(channel_);
 }
 
+void client::prepare(grpc::ClientContext& ctx) const {
+  if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
+}
+
 template <class Resp, class Fn>
 result<Resp> client::unary(Fn call) {
+  if (!setup_.ok()) return setup_;
   auto backoff = std::chrono::milliseconds(100);
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext ctx;
+    prepare(ctx);
     ctx.set_deadline(std::chrono::system_clock::now() + options_.deadline);
     Resp resp;
     auto st = call(&ctx, &resp);
@@ -167,9 +208,10 @@ namespace {
 /// is reused from chunk to chunk) and leaves it empty at the end.
 result<v1::ObjectInfo> stream_put(v1::ObjectService::Stub& stub, const v1::PutHeader& header,
                                   const std::function<status(std::string&)>& next_chunk,
-                                  std::chrono::milliseconds deadline) {
+                                  std::chrono::milliseconds deadline, const std::string& token) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + deadline * 60);
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
   v1::PutResponse resp;
   auto writer = stub.Put(&ctx, &resp);
   v1::PutRequest msg;
@@ -197,6 +239,7 @@ result<v1::ObjectInfo> stream_put(v1::ObjectService::Stub& stub, const v1::PutHe
 
 result<v1::ObjectInfo> client::put_file(v1::PutHeader header, const std::filesystem::path& file,
                                         uint64_t offset, uint64_t size, const progress_fn& progress) {
+  if (!setup_.ok()) return setup_;
   std::error_code ec;
   uint64_t file_size = std::filesystem::file_size(file, ec);
   if (ec) return status{errc::not_found, "cannot read " + file.string() + ": " + ec.message()};
@@ -216,10 +259,11 @@ result<v1::ObjectInfo> client::put_file(v1::PutHeader header, const std::filesys
         if (progress) progress(done);
         return {};
       },
-      options_.deadline);
+      options_.deadline, options_.token);
 }
 
 result<v1::ObjectInfo> client::put_bytes(v1::PutHeader header, const std::string& bytes) {
+  if (!setup_.ok()) return setup_;
   header.set_size(bytes.size());
   size_t at = 0;
   return stream_put(
@@ -229,12 +273,14 @@ result<v1::ObjectInfo> client::put_bytes(v1::PutHeader header, const std::string
         at += chunk.size();
         return {};
       },
-      options_.deadline);
+      options_.deadline, options_.token);
 }
 
 result<v1::ObjectInfo> client::get(const std::string& tenant, const std::string& key,
                                    const std::function<status(const std::string&)>& sink) {
+  if (!setup_.ok()) return setup_;
   grpc::ClientContext ctx;
+  prepare(ctx);
   v1::GetRequest req;
   req.set_tenant(tenant);
   req.set_key(key);
@@ -259,8 +305,10 @@ result<v1::ObjectInfo> client::get(const std::string& tenant, const std::string&
 status client::watch(const v1::WatchRequest& req,
                      const std::function<bool(const events::v1::Envelope&)>& on_event,
                      grpc::ClientContext* caller_ctx) {
+  if (!setup_.ok()) return setup_;
   grpc::ClientContext own_ctx;
   grpc::ClientContext& ctx = caller_ctx ? *caller_ctx : own_ctx;
+  prepare(ctx);
   auto reader = weights_->Watch(&ctx, req);
   events::v1::Envelope event;
   bool stopped = false;

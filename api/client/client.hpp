@@ -24,6 +24,11 @@ struct client_options {
   // own, so the daemon's log lines and the journal's envelopes name the
   // command that caused them ("" = none).
   std::string request_id;
+  // SPEC §9: the bearer token sent with every call ("" = none), and TLS: the
+  // CA that signed the daemon's certificate (set: TLS), a client certificate
+  // and key for mutual TLS. PEM file paths.
+  std::string token;
+  std::string tls_ca_file, tls_cert_file, tls_key_file;
 };
 
 /// A request id no other command will have: "<prefix>-" and 16 hex digits.
@@ -88,8 +93,11 @@ class client {
  private:
   template <class Resp, class Fn>
   result<Resp> unary(Fn call);
+  /// Every call's context: the bearer token.
+  void prepare(grpc::ClientContext& ctx) const;
 
   client_options options_;
+  status setup_;  // a TLS file that cannot be read: every call fails with it
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::WeightService::Stub> weights_;
   std::unique_ptr<v1::ObjectService::Stub> objects_;
