@@ -26,6 +26,7 @@ struct daemon_options {
   std::string log_level = "warn";
   bool wait = true;                // return once it answers `weightctl status`
   std::string listen;              // gRPC host:port ("" = a free loopback port)
+  std::string ctl_flags;           // weightctl flags for every ctl() (a token, TLS files)
 };
 
 struct running_daemon {
@@ -34,6 +35,7 @@ struct running_daemon {
   std::string http_address;  // /metrics and /healthz, host:port
   std::filesystem::path log_file;
   double stop_seconds = 0;   // how long the last stop() took
+  std::string ctl_flags;     // given to every ctl()
 
   /// Starts weightd with its data (and HOT tier, in hot/) under `dir`, with
   /// the given capacities in bytes, and waits until it answers.
@@ -42,7 +44,8 @@ struct running_daemon {
                           const std::string& cold_capacity = "0")
       : running_daemon(dir, with_capacities(hot_capacity, cold_capacity)) {}
 
-  running_daemon(const std::filesystem::path& dir, daemon_options o) : log_file(o.log_file) {
+  running_daemon(const std::filesystem::path& dir, daemon_options o)
+      : log_file(o.log_file), ctl_flags(o.ctl_flags) {
     address = o.listen.empty() ? "127.0.0.1:" + std::to_string(api::free_loopback_port())
                                : o.listen;
     http_address = "127.0.0.1:" + std::to_string(api::free_loopback_port());
@@ -110,7 +113,8 @@ struct running_daemon {
 
   /// Runs weightctl against this daemon.
   run_result ctl(const std::string& args) const {
-    return run_command(std::string{WEIGHTD_WEIGHTCTL} + " --address " + address + " " + args);
+    return run_command(std::string{WEIGHTD_WEIGHTCTL} + " --address " + address + " " +
+                       (ctl_flags.empty() ? "" : ctl_flags + " ") + args);
   }
 };
 

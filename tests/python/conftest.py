@@ -5,7 +5,9 @@ default build/api/weightd and build/api/weightctl of this source tree. Each
 daemon has its own data and HOT directories under pytest's tmp_path and is
 stopped (SIGTERM, then SIGKILL) at teardown. `daemon` is shared by a whole
 session (tests use distinct revision names, see `rid`); `fresh_daemon` is a
-daemon of the test's own, which the test may restart().
+daemon of the test's own, which the test may restart(); `start_daemon(flags,
+**client_options)` starts daemons of the test's own with extra flags (e.g.
+--auth-tokens-file, TLS), each probed with those client options.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -36,10 +38,16 @@ def free_port() -> int:
 
 
 class Daemon:
-    """A weightd process in `root` (data in root/data, HOT tier in root/hot)."""
+    """A weightd process in `root` (data in root/data, HOT tier in root/hot).
 
-    def __init__(self, root: Path, flags: Optional[List[str]] = None):
+    `client_options` are the Client keywords (token, TLS files) that start()'s
+    probe and client() use by default.
+    """
+
+    def __init__(self, root: Path, flags: Optional[List[str]] = None,
+                 client_options: Optional[Dict[str, Any]] = None):
         self.root = root
+        self.client_options = dict(client_options or {})
         self.address = f"127.0.0.1:{free_port()}"
         self.http_address = f"127.0.0.1:{free_port()}"
         self.flags = flags or []
@@ -66,8 +74,12 @@ class Daemon:
                                    + self.log.read_text(errors="replace"))
             try:
                 socket.create_connection((host, int(port)), timeout=1).close()
-                with weightd.Client(self.address, timeout=2.0, attempts=1) as probe:
-                    probe.status()
+                options = {"token": "", **self.client_options}
+                with weightd.Client(self.address, timeout=2.0, attempts=1, **options) as probe:
+                    try:
+                        probe.status()
+                    except (weightd.Unauthenticated, weightd.PermissionDenied):
+                        pass  # it answers; the probe's credential is not the point
                 return
             except (OSError, weightd.Unavailable):
                 if time.monotonic() > deadline:
@@ -92,7 +104,8 @@ class Daemon:
         self.start()
 
     def client(self, **options) -> weightd.Client:
-        return weightd.Client(self.address, timeout=10.0, **options)
+        """A Client of this daemon: its client_options, overridden by `options`."""
+        return weightd.Client(self.address, **{"timeout": 10.0, **self.client_options, **options})
 
     def ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         """Runs weightctl against it."""
@@ -118,6 +131,23 @@ def fresh_daemon(tmp_path: Path) -> Iterator[Daemon]:
     d.start()
     yield d
     d.stop()
+
+
+@pytest.fixture
+def start_daemon(tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+    """start_daemon(flags, **client_options): a started daemon of the test's own with
+    extra flags; every one is stopped at teardown."""
+    started: List[Daemon] = []
+
+    def start(flags: Optional[List[str]] = None, **client_options: Any) -> Daemon:
+        d = Daemon(tmp_path / f"weightd-{len(started)}", flags, client_options)
+        started.append(d)
+        d.start()
+        return d
+
+    yield start
+    for d in started:
+        d.stop()
 
 
 @pytest.fixture(scope="session")

@@ -45,6 +45,9 @@ def test_canonical_text_round_trips():
     assert (no_gen.tenant, no_gen.weight_generation) == ("default", 0)
     # The client's tenant applies when the text names none.
     assert ids.parse_id("ns/res@rev#2", tenant="acme").tenant == "acme"
+    # "" = left to the daemon (a client with a token: the credential's tenant).
+    assert ids.parse_id("ns/res@rev#2", tenant="") == key("", "ns", "res", "rev", 2)
+    assert ids.parse_id("acme:ns/res@rev", tenant="").tenant == "acme"
     # The resource runs from the first '/' to the last '@'.
     hf = ids.parse_id("hf/meta-llama/Llama-3@main")
     assert (hf.ns, hf.resource, hf.revision) == ("hf", "meta-llama/Llama-3", "main")
@@ -53,6 +56,7 @@ def test_canonical_text_round_trips():
 @pytest.mark.parametrize("text, why", [
     ("no-slash@x", "no '/'"), ("ns/res", "no '@'"), ("ns/res@rev#x", "generation"),
     ("ns/res@rev#0", "generation 0"), ("ns/@rev", "an empty part"),
+    (":ns/res@rev", "an empty part"),
 ])
 def test_malformed_text_is_invalid_argument(text, why):
     with pytest.raises(weightd.InvalidArgument) as e:
