@@ -216,3 +216,14 @@ TEST_CASE("limits: one tenant's puts in flight reserve at most --tenant-reserve-
   CHECK(f.hot_reserved_becomes(0));
   CHECK(f.put("alpha", "two", std::string(40 * MiB, 'a')).ok());  // its share is free again
 }
+
+TEST_CASE("limits: at most --max-puts-per-tenant Put streams of one tenant are open; another "
+          "tenant still puts") {
+  limits_fixture f({1024, 1024, std::chrono::milliseconds{30'000}, std::chrono::milliseconds{30'000}, 1});
+  silent_put open(*f.objects, "acme", "big", 1 * MiB);
+  REQUIRE(f.hot_reserved_becomes(1 * MiB));  // its header was taken: the place is held
+  auto refused = f.put("acme", "other", "abc");
+  CHECK(refused.code() == errc::resource_exhausted);
+  CHECK(refused.message().find("--max-puts-per-tenant 1") != std::string::npos);
+  CHECK(f.put("globex", "other", "abc").ok());
+}

@@ -308,7 +308,7 @@ int abort_import(const online_options& o, const std::string& text,
 int show_lineage(const online_options& o, const std::string& text,
                  const std::string& abort_request_id, std::ostream& out, std::ostream& err) {
   client c{o.connection};
-  auto id = events::parse_canonical_text(text);
+  auto id = parse_id(text);
   if (!id) return fail(err, id.error());
   v1::GetLineageRequest q;
   q.set_tenant(id->tenant);

@@ -46,8 +46,25 @@ std::string to_json(const google::protobuf::Message& m, bool pretty) {
   return pretty ? j.dump(2) : json_line(j);
 }
 
-result<events::revision_key> resolve(client& c, const std::string& text, bool ready_only) {
+namespace {
+std::string& id_tenant() {
+  static std::string tenant = "default";
+  return tenant;
+}
+}  // namespace
+
+void set_id_tenant(const std::string& tenant) { id_tenant() = tenant.empty() ? "default" : tenant; }
+
+result<events::revision_key> parse_id(const std::string& text) {
   auto id = events::parse_canonical_text(text);
+  if (!id) return id;
+  auto colon = text.find(':'), slash = text.find('/');
+  if (colon == std::string::npos || colon > slash) id->tenant = id_tenant();
+  return id;
+}
+
+result<events::revision_key> resolve(client& c, const std::string& text, bool ready_only) {
+  auto id = parse_id(text);
   if (!id) return id.error();
   if (id->generation) return id;
   v1::ListRevisionsRequest q;

@@ -32,6 +32,12 @@ std::string to_json(const google::protobuf::Message& m, bool pretty = false);
 /// READY/DEGRADED revisions (every state unless ready_only); 0 if none.
 result<events::revision_key> resolve(client& c, const std::string& text, bool ready_only);
 
+/// The tenant of ids that name none (`ns/resource@revision`): --tenant, or the
+/// credential's with a token; "default" unless set.
+void set_id_tenant(const std::string& tenant);
+/// parse_canonical_text with that tenant for ids that name none.
+result<events::revision_key> parse_id(const std::string& text);
+
 /// A revision as the daemon has it now: its id resolved, its current view
 /// (the generation a mutation must name).
 struct current_revision {

@@ -206,7 +206,7 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
     up = upsert_plan{base->id, base->view,
                      t.upsert->request_id.empty() ? new_request_id("upsert") : t.upsert->request_id};
   }
-  auto parsed = up ? result<events::revision_key>{up->base} : events::parse_canonical_text(text);
+  auto parsed = up ? result<events::revision_key>{up->base} : parse_id(text);
   if (!parsed) return fail(err, parsed.error());
   auto id = *parsed;
   if (up) {

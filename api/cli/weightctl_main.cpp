@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   auto* address_opt = app.add_option("--address", online.connection.address, "The daemon's gRPC address")
       ->envname("WEIGHTD_ADDRESS")
       ->capture_default_str();
-  app.add_option("--tenant", online.tenant, "Tenant")->envname("WEIGHTD_TENANT")->capture_default_str();
+  app.add_option("--tenant", online.tenant, "Tenant of objects, listings and ids that name none (with a token: its own)")->envname("WEIGHTD_TENANT")->capture_default_str();
   std::string token_file;
   app.add_option("--token", online.connection.token,
                  "Bearer token for a daemon with --auth-tokens-file (prefer WEIGHTD_TOKEN or "
@@ -230,8 +230,15 @@ int main(int argc, char** argv) {
   }
   // With a token the daemon knows the caller's tenant: a request naming none
   // is the credential's (SPEC §9), unless --tenant names one.
-  if (!online.connection.token.empty() && app.get_option("--tenant")->count() == 0)
-    online.tenant = "";
+  if (!online.connection.token.empty() && app.get_option("--tenant")->count() == 0) {
+    online.tenant = "";  // the daemon fills in the credential's
+    auto probe = online.connection;  // one quick try: an offline command needs no daemon
+    probe.attempts = 1;
+    probe.deadline = std::chrono::milliseconds(2000);
+    client c{probe};
+    if (auto me = c.server_status()) online.tenant = me->caller_tenant();
+  }
+  set_id_tenant(online.tenant);
   if (online.connection.request_id.empty())
     online.connection.request_id = new_request_id("weightctl");
   name_daemon_address(online.connection.address);

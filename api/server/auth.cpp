@@ -212,9 +212,9 @@ result<caller> authenticator::authorize(const grpc::ServerContextBase& ctx, Mess
                                                " role; '" + who.principal + "' is a " +
                                                role_name(who.role)};
   if (auto other = impose_tenant(request, who.tenant, who.role == role::admin); !other.empty())
-    return status{errc::permission_denied, "tenant '" + other + "' is not '" + who.principal +
-                                               "''s tenant '" + who.tenant +
-                                               "'; leave the tenant empty or name your own"};
+    return status{errc::permission_denied, "tenant '" + other + "' is not the tenant of '" +
+                                               who.principal + "' (" + who.tenant +
+                                               "); leave the tenant empty or name your own"};
   return who;
 }
 

@@ -535,6 +535,10 @@ void add_daemon_options(CLI::App& app, daemon_config& c, const std::string& vers
                  "Most object streams one client connection may have open")
       ->check(kAtLeastOne)
       ->capture_default_str();
+  app.add_option("--max-puts-per-tenant", c.max_puts_per_tenant,
+                 "Most Put streams one tenant may have open (over all its connections)")
+      ->check(kAtLeastOne)
+      ->capture_default_str();
   add_duration(app, "--put-idle-timeout", c.put_idle_timeout, kMinInterval, kDay,
                "A Put that sends no bytes this long is ended and its reservation given back");
   add_duration(app, "--watch-stall-timeout", c.watch_stall_timeout, kMinInterval, kDay,

@@ -394,7 +394,7 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
               stream_limits& limits, const authenticator& auth, CallbackServerContext* ctx,
               v1::PutResponse* resp)
       : sys_(sys), store_(store), timeout_(timeout), ctx_(ctx), resp_(resp), auth_(auth),
-        watch_(limits.watch_put()) {
+        limits_(limits), watch_(limits.watch_put()) {
     auto watch = watch_;
     std::lock_guard<std::recursive_mutex> lock(watch->lock);
     auto admitted = limits.admit(ctx->peer());
@@ -450,6 +450,9 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
     auto request = from_proto(admitted->second);
     if (!request) return finish(request.error());
     request->principal = admitted->first.principal;
+    auto tenant_slot = limits_.admit_put(request->tenant.empty() ? "default" : request->tenant);
+    if (!tenant_slot) return finish(tenant_slot.error());
+    tenant_slot_ = std::move(*tenant_slot);
     // The replies hold the watch, never read it through `this`: a call that
     // was cancelled or went idle meanwhile is finished, and OnDone may have
     // deleted this reactor already.
@@ -527,8 +530,10 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
   CallbackServerContext* ctx_;
   v1::PutResponse* resp_;
   const authenticator& auth_;
+  stream_limits& limits_;
   std::shared_ptr<put_watch> watch_;
   stream_limits::slot slot_;
+  stream_limits::slot tenant_slot_;  // this tenant's place (--max-puts-per-tenant)
   v1::PutRequest req_;
   std::optional<actors::put_ticket> ticket_;
   std::unique_ptr<persistence::blob_writer> writer_;
@@ -717,8 +722,13 @@ class admin_service final : public v1::AdminService::CallbackService {
 
   ServerUnaryReactor* Status(CallbackServerContext* ctx, const v1::StatusRequest* req,
                              v1::StatusResponse* resp) override {
-    if (auto admitted = admit(*options_.auth, ctx, *req); !admitted)
-      return reject(ctx, admitted.error());
+    auto admitted = admit(*options_.auth, ctx, *req);
+    if (!admitted) return reject(ctx, admitted.error());
+    resp->set_caller(admitted->first.principal);
+    if (admitted->first.secured) {
+      resp->set_caller_tenant(admitted->first.tenant);
+      resp->set_caller_role(role_name(admitted->first.role));
+    }
     auto* reactor = ctx->DefaultReactor();
     resp->set_version(options_.version);
     resp->set_writer_id(node_.backend()->writer_id());

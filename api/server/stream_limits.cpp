@@ -33,15 +33,16 @@ stream_limits::~stream_limits() {
 
 stream_limits::slot& stream_limits::slot::operator=(slot&& other) noexcept {
   if (this != &other) {
-    if (owner_) owner_->release(peer_);
+    if (owner_) owner_->release(key_, tenant_put_);
     owner_ = std::exchange(other.owner_, nullptr);
-    peer_ = std::move(other.peer_);
+    key_ = std::move(other.key_);
+    tenant_put_ = other.tenant_put_;
   }
   return *this;
 }
 
 stream_limits::slot::~slot() {
-  if (owner_) owner_->release(peer_);
+  if (owner_) owner_->release(key_, tenant_put_);
 }
 
 result<stream_limits::slot> stream_limits::admit(const std::string& peer) {
@@ -60,14 +61,29 @@ result<stream_limits::slot> stream_limits::admit(const std::string& peer) {
                   "); finish or cancel some first, or spread them over more connections"};
   ++mine;
   ++open_;
-  return slot{this, peer};
+  return slot{this, peer, false};
 }
 
-void stream_limits::release(const std::string& peer) {
+result<stream_limits::slot> stream_limits::admit_put(const std::string& tenant) {
   std::lock_guard<std::mutex> lock(mutex_);
-  --open_;
-  closed_since_trim_ = true;
-  if (auto it = by_peer_.find(peer); it != by_peer_.end() && --it->second == 0) by_peer_.erase(it);
+  auto& puts = puts_by_tenant_[tenant];
+  if (puts >= options_.max_puts_per_tenant)
+    return status{errc::resource_exhausted,
+                  "tenant '" + tenant + "' has " + std::to_string(puts) + " puts open, its limit "
+                  "(--max-puts-per-tenant " + std::to_string(options_.max_puts_per_tenant) +
+                  "); retry when some have finished"};
+  ++puts;
+  return slot{this, tenant, true};
+}
+
+void stream_limits::release(const std::string& key, bool tenant_put) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& counts = tenant_put ? puts_by_tenant_ : by_peer_;
+  if (!tenant_put) {
+    --open_;
+    closed_since_trim_ = true;
+  }
+  if (auto it = counts.find(key); it != counts.end() && --it->second == 0) counts.erase(it);
 }
 
 uint32_t stream_limits::open_streams() const {

@@ -3,7 +3,9 @@
 //
 // - at most `max_streams` Put and Get streams are open in all, and at most
 //   `max_streams_per_connection` from one client connection; a stream over a
-//   limit is refused at once with RESOURCE_EXHAUSTED naming the flag;
+//   limit is refused at once with RESOURCE_EXHAUSTED naming the flag; and at
+//   most `max_puts_per_tenant` Put streams of one tenant are open (one tenant
+//   cannot take every place, SPEC §9);
 // - a Put that sends no bytes for `put_idle_timeout` is ended by the sweeper
 //   (its reservation is given back), besides the store's overall put timeout;
 //   so is a Watch whose client takes no event for `watch_stall_timeout`.
@@ -35,6 +37,7 @@ struct stream_limit_options {
   // A Watch whose client takes no event for this long is ended (it resumes
   // from its last seq): a stalled watcher must not hold a stream for ever.
   std::chrono::milliseconds watch_stall_timeout{30'000};
+  uint32_t max_puts_per_tenant = 256;  // Put streams one tenant may have open
 };
 
 /// What a Put stream shares with the sweeper: when bytes last arrived, and the
@@ -67,23 +70,30 @@ class stream_limits {
   stream_limits(const stream_limits&) = delete;
   stream_limits& operator=(const stream_limits&) = delete;
 
-  /// One open stream; gives its place back when destroyed.
+  /// One open stream (of a connection, or a Put of a tenant); gives its
+  /// place back when destroyed.
   class slot {
    public:
     slot() = default;
-    slot(stream_limits* owner, std::string peer) : owner_(owner), peer_(std::move(peer)) {}
+    slot(stream_limits* owner, std::string key, bool tenant_put)
+        : owner_(owner), key_(std::move(key)), tenant_put_(tenant_put) {}
     slot(slot&& other) noexcept { *this = std::move(other); }
     slot& operator=(slot&& other) noexcept;
     ~slot();
 
    private:
     stream_limits* owner_ = nullptr;
-    std::string peer_;
+    std::string key_;  // the connection's peer string, or the tenant
+    bool tenant_put_ = false;
   };
 
   /// A place for one more stream of `peer` (gRPC's peer string names the
   /// connection), or RESOURCE_EXHAUSTED naming the limit that is reached.
   result<slot> admit(const std::string& peer);
+
+  /// A place for one more Put stream of `tenant`, or RESOURCE_EXHAUSTED
+  /// naming --max-puts-per-tenant.
+  result<slot> admit_put(const std::string& tenant);
 
   /// Watches a Put: its `on_idle` runs on the sweeper thread, under the
   /// watch's lock, once no bytes arrived for put_idle_timeout.
@@ -93,13 +103,14 @@ class stream_limits {
   uint32_t open_streams() const;
 
  private:
-  void release(const std::string& peer);
+  void release(const std::string& key, bool tenant_put);
   void sweep();
 
   stream_limit_options options_;
   mutable std::mutex mutex_;
   uint32_t open_ = 0;                        // under mutex_
   std::map<std::string, uint32_t> by_peer_;  // under mutex_
+  std::map<std::string, uint32_t> puts_by_tenant_;  // under mutex_
   std::vector<std::weak_ptr<put_watch>> puts_;  // under mutex_
   bool stopping_ = false;                    // under mutex_
   bool closed_since_trim_ = false;           // under mutex_

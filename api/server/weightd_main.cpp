@@ -120,7 +120,8 @@ int main(int argc, char** argv) {
   server_options.version = WEIGHTD_VERSION;
   server_options.metrics = std::make_shared<api::rpc_metrics>();
   server_options.streams = {config.max_streams, config.max_streams_per_connection,
-                            config.put_idle_timeout, config.watch_stall_timeout};
+                            config.put_idle_timeout, config.watch_stall_timeout,
+                            config.max_puts_per_tenant};
   server_options.local_reads = config.local_reads;
   auto auth = api::authenticator::open(config.auth_tokens_file);
   if (!auth) {

@@ -9,6 +9,11 @@ field as a dict. Left empty, a request's ``tenant`` becomes the client's and
 its ``request_id`` a fresh ``python-<16 hex>`` (so the daemon's log and the
 journal name the call).
 
+Security (SPEC §9): with a token every call (unary and streaming) carries
+``authorization: Bearer <token>``, and a client given no tenant of its own
+leaves tenants empty, so that the daemon takes the credential's; TLS (and
+mutual TLS with a client certificate) from PEM files.
+
 Every call has a finite timeout (`timeout` for unary calls, `stream_timeout`
 for one object's Put or Get, `watch_timeout` for one Watch stream). A call
 that reached no daemon is retried a few times with backoff — safe for every
@@ -38,7 +43,7 @@ from ._proto import events_pb2 as ev
 from ._proto import weightd_pb2 as pb
 from ._proto import weightd_pb2_grpc as pb_grpc
 from .errors import InvalidArgument, from_rpc_error, is_transport_failure
-from .ids import IdLike, RevisionId, to_revision_id
+from .ids import DEFAULT_TENANT, IdLike, RevisionId, to_revision_id
 
 #: The daemon's default gRPC address (SPEC §8).
 DEFAULT_ADDRESS = "127.0.0.1:7070"
@@ -67,12 +72,45 @@ def enum_value(enum: EnumDescriptor, value: Union[int, str]) -> int:
     raise InvalidArgument.local(f"'{value}' is not a {enum.name} (one of {names})")
 
 
+def _read_pem(path: Optional[str], what: str) -> Optional[bytes]:
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise InvalidArgument.local(f"{what} '{path}' cannot be read: {e.strerror or e}") from e
+    if not data.strip():
+        raise InvalidArgument.local(f"{what} '{path}' is empty")
+    return data
+
+
+def tls_credentials(ca_file: Optional[str] = None, cert_file: Optional[str] = None,
+                    key_file: Optional[str] = None) -> Optional[grpc.ChannelCredentials]:
+    """The channel credentials of the TLS files (PEM paths), None when none is given.
+
+    Without `ca_file` the daemon's certificate is checked against the system's
+    roots; `cert_file` and `key_file` (both or neither) are the client's
+    certificate for a daemon that requires one (--tls-client-ca-file).
+    """
+    if not (ca_file or cert_file or key_file):
+        return None
+    if bool(cert_file) != bool(key_file):
+        raise InvalidArgument.local("tls_cert_file and tls_key_file go together: give both "
+                                    "(mutual TLS) or neither")
+    return grpc.ssl_channel_credentials(
+        root_certificates=_read_pem(ca_file, "tls_ca_file"),
+        private_key=_read_pem(key_file, "tls_key_file"),
+        certificate_chain=_read_pem(cert_file, "tls_cert_file"))
+
+
 class _Stream(Iterator[M]):
     """A server stream whose failures come out as WeightdError; cancel() ends it."""
 
-    def __init__(self, call: Any, address: str):
+    def __init__(self, call: Any, address: str, tls: bool = False):
         self._call = call
         self._address = address
+        self._tls = tls
 
     def __iter__(self) -> "_Stream[M]":
         return self
@@ -81,7 +119,7 @@ class _Stream(Iterator[M]):
         try:
             return next(self._call)
         except grpc.RpcError as e:
-            raise from_rpc_error(e, self._address) from e
+            raise from_rpc_error(e, self._address, self._tls) from e
 
     def cancel(self) -> None:
         """Ends the stream; the daemon sees the call cancelled."""
@@ -95,32 +133,69 @@ class Client:
         address: host:port of the daemon's gRPC listener; default
             ``$WEIGHTD_ADDRESS``, else 127.0.0.1:7070.
         tenant: the tenant of ids given without ``tenant:`` and of requests
-            that leave ``tenant`` empty; default ``$WEIGHTD_TENANT``, else
-            "default".
-        token: sent as ``authorization: Bearer <token>`` (SPEC §9); default
-            ``$WEIGHTD_TOKEN``, else none (security off on loopback).
-        credentials: `grpc.ssl_channel_credentials(...)` for a TLS daemon.
+            that leave ``tenant`` empty; default ``$WEIGHTD_TENANT``, else —
+            with a token — "" (requests leave it to the daemon, which uses
+            the credential's tenant; the ids returned name it), else
+            "default". Naming a tenant other than the credential's is
+            PermissionDenied unless the token is an admin's.
+        token: sent as ``authorization: Bearer <token>`` with every call
+            (SPEC §9); default ``$WEIGHTD_TOKEN``, else none (a daemon
+            without --auth-tokens-file). ``""`` = none, whatever the
+            environment says.
+        tls_ca_file: PEM file of the CA that signed the daemon's certificate;
+            default ``$WEIGHTD_TLS_CA_FILE`` (unless `credentials` is given).
+            Any of the three TLS files set: the channel is TLS (without a CA
+            file, the daemon's certificate is checked against the system's
+            roots).
+        tls_cert_file, tls_key_file: PEM client certificate (chain) and its
+            private key, for a daemon with --tls-client-ca-file (mutual
+            TLS); both or neither.
+        credentials: `grpc.ChannelCredentials` made by the caller, instead
+            of the TLS files.
         timeout: seconds for each unary call.
         stream_timeout: seconds for one object's Put or Get.
         watch_timeout: seconds one Watch stream lasts before it is ended
             (`weightd.watch` then reconnects where it stopped).
         attempts: tries for a call that reached no daemon.
+
+    A TLS file that cannot be read, or a certificate without its key, is
+    `InvalidArgument` here. A daemon that refuses the TLS handshake (no
+    client certificate, an untrusted CA) is `Unavailable` on the first call;
+    a missing or unknown token `Unauthenticated`, a role too low
+    `PermissionDenied` (its message names the role needed).
     """
 
     def __init__(self, address: Optional[str] = None, tenant: Optional[str] = None, *,
                  token: Optional[str] = None,
+                 tls_ca_file: Optional[str] = None, tls_cert_file: Optional[str] = None,
+                 tls_key_file: Optional[str] = None,
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  timeout: float = 30.0, stream_timeout: float = 600.0,
                  watch_timeout: float = 300.0, attempts: int = 3):
         self.address = address or os.environ.get("WEIGHTD_ADDRESS") or DEFAULT_ADDRESS
-        self.tenant = tenant or os.environ.get("WEIGHTD_TENANT") or "default"
+        if token is None:
+            token = os.environ.get("WEIGHTD_TOKEN", "")
+        token = token.strip()
+        #: True when the client sends a bearer token.
+        self.has_token = bool(token)
+        explicit_tenant = tenant or os.environ.get("WEIGHTD_TENANT")
+        # With a token the daemon knows the caller's tenant: an id or request
+        # naming none is the credential's (as weightctl does).
+        self.tenant = explicit_tenant or ("" if token else DEFAULT_TENANT)
         self.timeout = timeout
         self.stream_timeout = stream_timeout
         self.watch_timeout = watch_timeout
         self.attempts = max(1, attempts)
-        token = token or os.environ.get("WEIGHTD_TOKEN")
         self._metadata: Tuple[Tuple[str, str], ...] = (
             (("authorization", f"Bearer {token}"),) if token else ())
+        if credentials is None:
+            if tls_ca_file is None:
+                tls_ca_file = os.environ.get("WEIGHTD_TLS_CA_FILE") or None
+            credentials = tls_credentials(tls_ca_file, tls_cert_file, tls_key_file)
+        elif tls_ca_file or tls_cert_file or tls_key_file:
+            raise TypeError("give credentials= or the tls_*_file paths, not both")
+        #: True when the channel is TLS.
+        self.secure = credentials is not None
         options = [
             # Put chunks are up to 4 MiB plus framing; a History page may be large.
             ("grpc.max_send_message_length", MAX_CHUNK_BYTES + (64 << 10)),
@@ -151,12 +226,15 @@ class Client:
         self.close()
 
     def __repr__(self) -> str:
-        return f"weightd.Client(address={self.address!r}, tenant={self.tenant!r})"
+        tenant = repr(self.tenant) if self.tenant else "the token's"
+        return (f"weightd.Client(address={self.address!r}, tenant={tenant}"
+                f"{', token' if self.has_token else ''}{', TLS' if self.secure else ''})")
 
     # -------------------------------------------------------------- helpers
 
     def id(self, value: IdLike) -> RevisionId:
-        """A RevisionId from text or a message, with this client's tenant as the default."""
+        """A RevisionId from text or a message, with this client's tenant as the default
+        ("" for a client with a token and no tenant: the daemon fills the credential's in)."""
         return to_revision_id(value, self.tenant)
 
     def resolve(self, value: IdLike, ready_only: bool = True) -> RevisionId:
@@ -243,7 +321,7 @@ class Client:
             try:
                 return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
             except grpc.RpcError as e:
-                error, cause = from_rpc_error(e, self.address), e
+                error, cause = from_rpc_error(e, self.address, self.secure), e
             # A timeout already waited its full length: only "nobody there" is retried.
             if not is_transport_failure(error) or error.code == "DEADLINE_EXCEEDED" \
                     or attempt == self.attempts:
@@ -396,7 +474,7 @@ class Client:
         req = self._request(pb.WatchRequest, request, fields)
         call = self._weights.Watch(req, timeout=timeout or self.watch_timeout,
                                    metadata=self._metadata)
-        return _Stream(call, self.address)
+        return _Stream(call, self.address, self.secure)
 
     # -------------------------------------------------------- ObjectService
 
@@ -437,7 +515,7 @@ class Client:
         except grpc.RpcError as e:
             if failure:
                 raise failure[0] from e
-            raise from_rpc_error(e, self.address) from e
+            raise from_rpc_error(e, self.address, self.secure) from e
         return response.object
 
     def get_object_to(self, sink: Callable[[bytes], Any],
@@ -458,7 +536,7 @@ class Client:
                 else:
                     sink(msg.chunk)
         except grpc.RpcError as e:
-            raise from_rpc_error(e, self.address) from e
+            raise from_rpc_error(e, self.address, self.secure) from e
         except BaseException:
             call.cancel()
             raise
@@ -519,4 +597,5 @@ class Client:
         return self._unary(self._admin.Snapshot, pb.SnapshotRequest(), timeout)
 
 
-__all__ = ["Client", "DEFAULT_ADDRESS", "MAX_CHUNK_BYTES", "enum_value", "new_request_id"]
+__all__ = ["Client", "DEFAULT_ADDRESS", "MAX_CHUNK_BYTES", "enum_value", "new_request_id",
+           "tls_credentials"]

@@ -191,8 +191,9 @@ def domain_code(error: grpc.RpcError) -> Optional[str]:
     return None
 
 
-def from_rpc_error(error: grpc.RpcError, address: str = "") -> WeightdError:
-    """The typed error for a failed gRPC call."""
+def from_rpc_error(error: grpc.RpcError, address: str = "", tls: bool = False) -> WeightdError:
+    """The typed error for a failed gRPC call (`tls`: the channel was TLS, which an
+    unreachable daemon's message then mentions: a refused handshake looks the same)."""
     status = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
     details = error.details() if hasattr(error, "details") else None
     if not details:  # gRPC's own UNIMPLEMENTED has no message at all
@@ -207,6 +208,10 @@ def from_rpc_error(error: grpc.RpcError, address: str = "") -> WeightdError:
         where = f" at {address}" if address else ""
         details = (f"weightd is unreachable or too slow{where} ({details}); is the daemon "
                    "running there? Point the client at it with address= or WEIGHTD_ADDRESS")
+        if tls:
+            details += ("; over TLS, also check tls_ca_file (the CA of the daemon's "
+                        "certificate) and, for a daemon with --tls-client-ca-file, "
+                        "tls_cert_file and tls_key_file")
     return cls(cls.CODE or status.name, details, status)
 
 

@@ -6,9 +6,10 @@ the same way. The text form is weightctl's:
 
     [tenant:]ns/resource@revision[#generation]     e.g. default/llama-3-8b@main#1
 
-`tenant:` may be omitted (then the client's tenant, "default" unless you chose
-another), as may `#generation` (0 = "the highest one", which the caller
-resolves). The resource is everything between the first '/' and the last '@',
+`tenant:` may be omitted (then the client's tenant: "default" unless you chose
+another, or "" for a client with a token and no tenant of its own, which the
+daemon fills with the credential's, SPEC §9), as may `#generation` (0 = "the
+highest one", which the caller resolves). The resource is everything between the first '/' and the last '@',
 so a resource may itself contain '/' (``hf/meta-llama/Llama-3@main``).
 """
 
@@ -39,8 +40,10 @@ def _parse_decimal(digits: str) -> Optional[int]:
 def parse_id(text: str, tenant: str = DEFAULT_TENANT) -> RevisionId:
     """Parses ``[tenant:]ns/resource@revision[#generation]`` (generation 0 when omitted).
 
-    `tenant` is used when the text has no ``tenant:`` prefix. Raises
-    InvalidArgument with weightctl's wording when the text is not an id.
+    `tenant` is used when the text has no ``tenant:`` prefix; it may be ""
+    (the tenant left to the daemon, which takes the caller's credential's),
+    while a prefix may not be empty. Raises InvalidArgument with weightctl's
+    wording when the text is not an id.
     """
     def bad(why: str) -> InvalidArgument:
         return InvalidArgument.local(
@@ -52,7 +55,8 @@ def parse_id(text: str, tenant: str = DEFAULT_TENANT) -> RevisionId:
     if slash < 0:
         raise bad("no '/'")
     colon = rest.find(":")
-    if 0 <= colon < slash:
+    prefixed = 0 <= colon < slash
+    if prefixed:
         tenant, rest = rest[:colon], rest[colon + 1:]
         slash = rest.find("/")
     ns, rest = rest[:slash], rest[slash + 1:]
@@ -69,14 +73,15 @@ def parse_id(text: str, tenant: str = DEFAULT_TENANT) -> RevisionId:
         if parsed == 0:
             raise bad("generation 0")
         generation, rest = parsed, rest[:hash_]
-    if not all((tenant, ns, resource, rest)):
+    if not all((ns, resource, rest)) or (prefixed and not tenant):
         raise bad("an empty part")
     return RevisionId(tenant=tenant, ns=ns, resource=resource, revision=rest,
                       weight_generation=generation)
 
 
 def to_revision_id(value: IdLike, tenant: str = DEFAULT_TENANT) -> RevisionId:
-    """A RevisionId from text or a message; an empty tenant or ns gets its default.
+    """A RevisionId from text or a message; an empty tenant or ns gets its default
+    (`tenant` may itself be "": left to the daemon).
 
     The message is copied, so the caller's is never changed.
     """

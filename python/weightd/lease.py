@@ -144,6 +144,10 @@ class LeasedRevision:
         self.id = rid
         self._held = held
         self.view = client.get_revision(id=rid)
+        if not rid.tenant:  # left to the daemon (a client with a token): the one it filled in
+            self.id = ev.RevisionId()
+            self.id.CopyFrom(rid)
+            self.id.tenant = self.view.id.tenant
         self._manifest: Optional[pb.ModelManifest] = None
         self._local: Optional[Dict[str, pb.LocalFile]] = None
         self.local_error: Optional[WeightdError] = None  # why reads are not local, if so

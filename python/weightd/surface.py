@@ -2,10 +2,13 @@
 
 Every function takes an optional ``client=``; without one it uses a
 process-wide default `Client()` (address from $WEIGHTD_ADDRESS, else
-127.0.0.1:7070), made on first use — `set_default_client()` replaces it.
+127.0.0.1:7070; token from $WEIGHTD_TOKEN, tenant from $WEIGHTD_TENANT, CA
+from $WEIGHTD_TLS_CA_FILE), made on first use — `set_default_client()`
+replaces it.
 
 Ids are text (``[tenant:]ns/resource@revision[#generation]``, the tenant
-defaulting to the client's) or RevisionId messages. Without ``#generation``
+defaulting to the client's: with a token and no tenant chosen, the
+credential's) or RevisionId messages. Without ``#generation``
 an id means the highest READY generation — except for `weight_put`, where it
 means the next one, as with `weightctl import`.
 """
@@ -35,7 +38,9 @@ _default: Optional[Client] = None
 
 
 def default_client() -> Client:
-    """The process-wide client the functions use when given none."""
+    """The process-wide client the functions use when given none: `Client()`, configured
+    by the environment ($WEIGHTD_ADDRESS, $WEIGHTD_TOKEN, $WEIGHTD_TENANT,
+    $WEIGHTD_TLS_CA_FILE), read when it is first made."""
     global _default
     with _default_lock:
         if _default is None:

@@ -391,6 +391,7 @@ def import_files(client: Client, files: Sequence[ModelFile], rid: ev.RevisionId,
         rid.weight_generation = client.resolve(rid, ready_only=False).weight_generation + 1
     request_id = new_request_id()
     begun = client.begin_import(begin_request(rid, files, policy, request_id))
+    _adopt_tenant(rid, begun.id)
     uploaded: List[str] = []
     try:
         commit = upload_revision(client, rid, files, begun, jobs, uploaded, request_id)
@@ -398,6 +399,14 @@ def import_files(client: Client, files: Sequence[ModelFile], rid: ev.RevisionId,
     except BaseException as failure:
         _abort(client, rid, begun, uploaded, request_id, failure)
         raise
+
+
+def _adopt_tenant(rid: ev.RevisionId, answered: ev.RevisionId) -> None:
+    """A tenant left empty (a client with a token, SPEC §9) becomes the one the
+    daemon filled in: the group id the payloads are put under is computed
+    from it, as the daemon computes it."""
+    if not rid.tenant:
+        rid.tenant = answered.tenant
 
 
 def _abort(client: Client, rid: ev.RevisionId, begun: pb.RevisionView, uploaded: List[str],
@@ -426,6 +435,12 @@ def _claim_now(client: Client, base: ev.RevisionId, request_id: str) -> pb.Upser
     return lineage.claim
 
 
+def _copy_id(rid: ev.RevisionId) -> ev.RevisionId:
+    out = ev.RevisionId()
+    out.CopyFrom(rid)
+    return out
+
+
 def _lineage_of(rid: ev.RevisionId) -> ev.RevisionId:
     return ev.RevisionId(tenant=rid.tenant, ns=rid.ns, resource=rid.resource,
                          revision=rid.revision)
@@ -449,6 +464,9 @@ def upsert_files(client: Client, files: Sequence[ModelFile], base: ev.RevisionId
     if not 1 <= jobs <= 64:
         raise InvalidArgument.local("jobs must be 1..64")
     base_view = client.get_revision(id=base)
+    if not base.tenant:
+        base = _copy_id(base)
+        _adopt_tenant(base, base_view.id)
     target = ev.RevisionId()
     target.CopyFrom(base)
     target.weight_generation = target_generation

@@ -318,7 +318,7 @@ def test_mutual_tls_end_to_end(start_daemon, tmp_path: Path) -> None:
             assert rev.read("weights.bin") == MODEL["weights.bin"]
     # TLS without the client certificate: the handshake is refused.
     with d.client(tls_cert_file=None, tls_key_file=None, attempts=1, timeout=3.0) as c:
-        with pytest.raises(weightd.Unavailable):
+        with pytest.raises(weightd.Unavailable, match="tls_cert_file"):
             c.status()
     # No TLS at all.
     with weightd.Client(d.address, token=token("acme-writer"), attempts=1, timeout=3.0) as c:
