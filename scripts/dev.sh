@@ -29,6 +29,8 @@ PACKAGES=(
   libcpp-httplib-dev lmdb-utils nlohmann-json3-dev prometheus-cpp-dev libsystemd-dev
   # The Python package (python/) and its tests, run by ctest like the rest.
   python3-grpcio python3-protobuf python3-pytest python3-numpy
+  # The security tests make their TLS certificates with openssl.
+  openssl
 )
 # Only the benchmarks need these: lease_bench compares with etcd 3.4.
 BENCH_PACKAGES=(etcd-server)
