@@ -557,12 +557,14 @@ using object_store_actor = caf::typed_actor<
     caf::replies_to<caf::get_atom, std::string, std::string>::with<read_grant>,
     // Stat: an object's metadata (no lease, no access).
     caf::replies_to<stat_atom, std::string, std::string>::with<object_info>,
-    // Remove(tenant, key, force).
-    caf::replies_to<remove_atom, std::string, std::string, bool>::with<object_info>,
-    // BatchRemove(tenant, keys, force): per-key results.
-    caf::replies_to<remove_atom, std::string, std::vector<std::string>, bool>::with<batch_removal>,
-    // RemoveAll(tenant, prefix): skips managed and leased objects.
-    caf::replies_to<removeall_atom, std::string, std::string, bool>::with<removal_summary>,
+    // Remove(tenant, key, force, principal).
+    caf::replies_to<remove_atom, std::string, std::string, bool, std::string>::with<object_info>,
+    // BatchRemove(tenant, keys, force, principal): per-key results.
+    caf::replies_to<remove_atom, std::string, std::vector<std::string>, bool,
+                    std::string>::with<batch_removal>,
+    // RemoveAll(tenant, prefix, all, principal): skips managed and leased objects.
+    caf::replies_to<removeall_atom, std::string, std::string, bool, std::string>::with<
+        removal_summary>,
     // Evict(target_ratio): frees HOT bytes down to target_ratio x capacity.
     caf::replies_to<evict_atom, double>::with<eviction_summary>,
     // Every member of a payload group (commit validation uses it), plus the

@@ -769,8 +769,8 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
           if (!found) return to_error(found.error());
           return info_of(self->state, **found, now_ms(self));
         },
-        [=](remove_atom, std::string& tenant, std::string& key,
-            bool force) -> caf::result<object_info> {
+        [=](remove_atom, std::string& tenant, std::string& key, bool force,
+            std::string& principal) -> caf::result<object_info> {
           auto& st = self->state;
           auto found = lookup(st, tenant, key);
           if (!found) return to_error(found.error());
@@ -779,13 +779,13 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
           if (auto s = removable(st, *r, force, now); !s.ok()) return to_error(s);
           auto info = info_of(st, *r, now);
           auto rp = self->make_response_promise<object_info>();
-          remove_records(self, {*r}, v1::REMOVAL_USER, "", [=](status s) mutable {
+          remove_records(self, {*r}, v1::REMOVAL_USER, principal, [=](status s) mutable {
             if (s.ok()) rp.deliver(info); else rp.deliver(to_error(s));
           });
           return rp;
         },
-        [=](remove_atom, std::string& tenant, std::vector<std::string>& keys,
-            bool force) -> caf::result<batch_removal> {
+        [=](remove_atom, std::string& tenant, std::vector<std::string>& keys, bool force,
+            std::string& principal) -> caf::result<batch_removal> {
           auto& st = self->state;
           if (auto s = check_identity_part("tenant", tenant, "default"); !s.ok()) return to_error(s);
           // Malformed input refuses the whole batch: nothing is removed.
@@ -815,14 +815,14 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
           }
           if (records.empty()) return *out;
           auto rp = self->make_response_promise<batch_removal>();
-          remove_records(self, records, v1::REMOVAL_USER, "", [=](status s) mutable {
+          remove_records(self, records, v1::REMOVAL_USER, principal, [=](status s) mutable {
             for (auto i : pending) out->results[i].result = s;
             rp.deliver(*out);
           });
           return rp;
         },
-        [=](removeall_atom, std::string& tenant, std::string& prefix,
-            bool all) -> caf::result<removal_summary> {
+        [=](removeall_atom, std::string& tenant, std::string& prefix, bool all,
+            std::string& principal) -> caf::result<removal_summary> {
           auto& st = self->state;
           if (auto s = check_identity_part("tenant", tenant, "default"); !s.ok()) return to_error(s);
           // An empty request (or a garbage frame) must not empty the tenant.
@@ -853,7 +853,7 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
           }
           if (records.empty()) return *summary;
           auto rp = self->make_response_promise<removal_summary>();
-          remove_records(self, records, v1::REMOVAL_USER, "", [=](status s) mutable {
+          remove_records(self, records, v1::REMOVAL_USER, principal, [=](status s) mutable {
             if (!s.ok()) {
               rp.deliver(to_error(s));
               return;

@@ -119,11 +119,19 @@ void learn(reg_pointer self, revision_view view) {
     guard_changes = old->second.record.availability != view.record.availability;
     lineage_changes = guard_changes || old->second.record.retired_by != view.record.retired_by;
   }
-  // The lineage's watermark and claim follow availability (and retirement);
-  // a lineage whose revisions never got READY needs no actor.
-  if (lineage_changes &&
-      (view.record.visible() || st.lineage_actors.count(events::lineage_key(view.record.id))))
-    self->send(lineage_actor_for(self, view.record.id), view);
+  // The lineage's watermark and claim follow availability (and retirement).
+  // A lineage without an actor (no upsert asked for it since the start) is
+  // a record here: a commit raises its watermark in place, no actor is spawned.
+  if (lineage_changes) {
+    auto key = events::lineage_key(view.record.id);
+    if (auto it = st.lineage_actors.find(key); it != st.lineage_actors.end()) {
+      self->send(it->second, view);
+    } else if (view.record.visible()) {
+      auto& dormant = st.dormant_lineages[key];
+      dormant.lineage = key;
+      events::advance_watermark(dormant, view.record.id.generation);
+    }
+  }
   for (const auto& [lease_id, l] : view.record.leases) st.lease_owners[lease_id] = view.record.id;
   if (view.operation) st.operation_owners[view.operation->id] = view.record.id;
   if (guard_changes) update_guard(self, view.record);  // leases do not concern the guard

@@ -19,7 +19,7 @@ struct registry_state {
   std::map<uint64_t, events::revision_key> lease_owners;  // live lease id -> its revision
   std::map<uint64_t, events::revision_key> operation_owners;  // every operation id -> its revision
   std::map<events::revision_key, lineage_actor> lineage_actors;       // spawned ones, by lineage key
-  std::map<events::revision_key, events::lineage_record> dormant_lineages;  // recovered, not yet spawned
+  std::map<events::revision_key, events::lineage_record> dormant_lineages;  // no actor yet: their fold
   reconciler_config reconciler;
   events::revision_key reconcile_cursor;  // where the next reconciler round starts
   uint64_t allocation_failures_seen = 0;  // the store's spills + failed HOT reservations

@@ -469,7 +469,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "guard: generic remove of a member is MANAG
   CHECK(refused.code() == errc::managed_object);
   CHECK(mentions(refused, events::canonical_text(other)));
   auto batch = ask<actors::batch_removal>(store, actors::remove_atom::value, std::string{"default"},
-                                          std::vector<std::string>{done.keys[1]}, true);
+                                          std::vector<std::string>{done.keys[1]}, true, std::string{});
   REQUIRE(batch.ok());
   CHECK(batch->results[0].result.code() == errc::managed_object);
 }

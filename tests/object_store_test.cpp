@@ -211,7 +211,8 @@ TEST_CASE_FIXTURE(store_fixture, "store: batch remove answers per key") {
   REQUIRE(put("b", "2").ok());
   REQUIRE(get("b").ok());  // leased
   auto r = ask<actors::batch_removal>(store, actors::remove_atom::value, std::string{"default"},
-                                      std::vector<std::string>{"a", "missing", "b", "a"}, false);
+                                      std::vector<std::string>{"a", "missing", "b", "a"}, false,
+                                      std::string{});
   REQUIRE(r.ok());
   REQUIRE(r->results.size() == 3);
   CHECK(r->results[0].result.ok());
@@ -223,7 +224,7 @@ TEST_CASE_FIXTURE(store_fixture, "store: batch remove answers per key") {
 TEST_CASE_FIXTURE(store_fixture, "store: a batch remove with a malformed key is refused whole, naming it") {
   REQUIRE(put("a", "1").ok());
   auto r = ask<actors::batch_removal>(store, actors::remove_atom::value, std::string{"default"},
-                                      std::vector<std::string>{"a", ""}, false);
+                                      std::vector<std::string>{"a", ""}, false, std::string{});
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code() == errc::invalid_argument);
   CHECK(r.error().message().find("keys[1]") != std::string::npos);
@@ -320,12 +321,14 @@ TEST_CASE("store: the guard refuses generic removal of managed members and evict
   CHECK(f.stats().guard_skips.at("evict") >= 1);
 
   auto no_prefix = f.ask<actors::removal_summary>(f.store, actors::removeall_atom::value,
-                                                std::string{"default"}, std::string{""}, false);
+                                                std::string{"default"}, std::string{""}, false,
+                                                std::string{});
   REQUIRE_FALSE(no_prefix.ok());  // an empty request does not empty the tenant
   CHECK(no_prefix.error().code() == errc::invalid_argument);
   CHECK(no_prefix.error().message().find("prefix is required") == 0);
   auto all = f.ask<actors::removal_summary>(f.store, actors::removeall_atom::value,
-                                            std::string{"default"}, std::string{""}, true);
+                                            std::string{"default"}, std::string{""}, true,
+                                            std::string{});
   REQUIRE(all.ok());
   CHECK(all->skipped_managed == 1);
   CHECK(f.stats().guard_skips.at("remove_all") == 1);

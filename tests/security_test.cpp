@@ -91,7 +91,7 @@ grpc::Status unary(Stub& stub, grpc::Status (Stub::*fn)(grpc::ClientContext*, co
 #define WEIGHT_RPC(Method, needs, has_tenant, fill)                                        \
   rpc_case {                                                                               \
     #Method, needs, has_tenant, [](secured_fixture& f, grpc::ClientContext* ctx,           \
-                                   const std::string& tenant) {                            \
+                                   [[maybe_unused]] const std::string& tenant) {           \
       v1::Method##Request req;                                                             \
       fill;                                                                                \
       return unary(*f.weights, &v1::WeightService::Stub::Method, ctx, req);                \
@@ -100,7 +100,7 @@ grpc::Status unary(Stub& stub, grpc::Status (Stub::*fn)(grpc::ClientContext*, co
 #define OBJECT_RPC(Method, Request, needs, has_tenant, fill)                               \
   rpc_case {                                                                               \
     #Method, needs, has_tenant, [](secured_fixture& f, grpc::ClientContext* ctx,           \
-                                   const std::string& tenant) {                            \
+                                   [[maybe_unused]] const std::string& tenant) {           \
       v1::Request req;                                                                     \
       fill;                                                                                \
       return unary(*f.objects, &v1::ObjectService::Stub::Method, ctx, req);                \

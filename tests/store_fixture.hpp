@@ -104,7 +104,7 @@ struct store_fixture : actor_fixture {
   }
   status remove(const std::string& key, bool force = false) {
     auto r = ask<actors::object_info>(store, actors::remove_atom::value, std::string{"default"},
-                                      key, force);
+                                      key, force, std::string{});
     return r.ok() ? status{} : r.error();
   }
   actors::store_stats stats() { return *ask<actors::store_stats>(store, actors::stats_atom::value); }

@@ -639,7 +639,8 @@ class object_service final : public v1::ObjectService::CallbackService {
     return unary<actors::object_info>(
         sys_, timeout_, ctx, store_,
         [resp](actors::object_info& i) { to_proto(i, resp->mutable_object()); },
-        actors::remove_atom::value, req->tenant(), req->key(), req->force());
+        actors::remove_atom::value, req->tenant(), req->key(), req->force(),
+        admitted->first.principal);
   }
   ServerUnaryReactor* BatchRemove(CallbackServerContext* ctx, const v1::BatchRemoveRequest* req_in,
                                   v1::BatchRemoveResponse* resp) override {
@@ -657,7 +658,8 @@ class object_service final : public v1::ObjectService::CallbackService {
             out->set_message(r.result.message());
           }
         },
-        actors::remove_atom::value, req->tenant(), keys, req->force());
+        actors::remove_atom::value, req->tenant(), keys, req->force(),
+        admitted->first.principal);
   }
   ServerUnaryReactor* RemoveAll(CallbackServerContext* ctx, const v1::RemoveAllRequest* req_in,
                                 v1::RemoveAllResponse* resp) override {
@@ -672,7 +674,8 @@ class object_service final : public v1::ObjectService::CallbackService {
           resp->set_skipped_leased(s.skipped_leased);
           resp->set_skipped_busy(s.skipped_busy);
         },
-        actors::removeall_atom::value, req->tenant(), req->prefix(), req->all());
+        actors::removeall_atom::value, req->tenant(), req->prefix(), req->all(),
+        admitted->first.principal);
   }
   ServerUnaryReactor* Evict(CallbackServerContext* ctx, const v1::EvictRequest* req_in,
                             v1::EvictResponse* resp) override {

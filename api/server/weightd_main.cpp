@@ -5,6 +5,7 @@
 // it says READY=1 once it serves and STOPPING=1 when it begins to stop;
 // without NOTIFY_SOCKET those notifications do nothing.
 #include <google/protobuf/stubs/logging.h>
+#include <grpc/support/log.h>
 #include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 
@@ -64,6 +65,9 @@ int main(int argc, char** argv) {
                                      const std::string& message) {
     spdlog::debug("protobuf: {}", message);
   });
+  // gRPC's own lines (a client whose TLS handshake failed, ...) are about
+  // callers, not the daemon: debug, in weightd's log format.
+  gpr_set_log_function([](gpr_log_func_args* args) { spdlog::debug("grpc: {}", args->message); });
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
 
   caf::actor_system_config cfg;
