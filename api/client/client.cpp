@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "api/common/grpc_status.hpp"
+#include "api/common/pem.hpp"
 #include "api/common/wire.hpp"
 
 namespace weightd::api {
@@ -23,12 +24,7 @@ result<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(const clie
     return status{errc::invalid_argument, "--tls-cert-file and --tls-key-file go together"};
   auto pem = [](const std::string& path, const char* flag) -> result<std::string> {
     if (path.empty()) return std::string{};
-    std::ifstream in(path);
-    std::stringstream text;
-    if (in) text << in.rdbuf();
-    if (!in || text.str().empty())
-      return status{errc::invalid_argument, std::string{flag} + " " + path + " cannot be read"};
-    return text.str();
+    return read_pem_file(path, flag);
   };
   grpc::SslCredentialsOptions ssl;
   auto ca = pem(o.tls_ca_file, "--tls-ca-file");

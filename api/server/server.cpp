@@ -6,13 +6,11 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "actors/errors.hpp"
 #include "actors/validate.hpp"
 #include "api/server/convert.hpp"
 #include "api/common/grpc_status.hpp"
+#include "api/common/pem.hpp"
 #include "api/server/metrics.hpp"
 #include "api/weightd.grpc.pb.h"
 
@@ -800,15 +798,6 @@ class admin_service final : public v1::AdminService::CallbackService {
 
 namespace {
 
-result<std::string> read_pem(const std::string& path, const char* flag) {
-  std::ifstream in(path);
-  std::stringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || text.str().empty())
-    return status{errc::invalid_argument, std::string{flag} + " " + path + " cannot be read"};
-  return text.str();
-}
-
 /// TLS (and mutual TLS) when its files are given, else plaintext; beyond
 /// loopback both TLS and a tokens file are required (SPEC §9).
 result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const server_options& o) {
@@ -828,14 +817,14 @@ result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const server
                     "host needs authentication and TLS (SPEC §9); give " + missing};
   }
   if (!tls) return grpc::InsecureServerCredentials();
-  auto cert = read_pem(o.tls_cert_file, "--tls-cert-file");
+  auto cert = read_pem_file(o.tls_cert_file, "--tls-cert-file");
   if (!cert) return cert.error();
-  auto key = read_pem(o.tls_key_file, "--tls-key-file");
+  auto key = read_pem_file(o.tls_key_file, "--tls-key-file");
   if (!key) return key.error();
   grpc::SslServerCredentialsOptions ssl;
   ssl.pem_key_cert_pairs.push_back({*key, *cert});
   if (!o.tls_client_ca_file.empty()) {
-    auto ca = read_pem(o.tls_client_ca_file, "--tls-client-ca-file");
+    auto ca = read_pem_file(o.tls_client_ca_file, "--tls-client-ca-file");
     if (!ca) return ca.error();
     ssl.pem_root_certs = *ca;
     ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
