@@ -88,6 +88,12 @@ TEST_CASE("cli security: two tenants side by side see only their own revisions, 
   REQUIRE(lease.exit_code == 0);
   CHECK(as("acme-writer-0123456789", "lease renew 1 --ttl 60s").exit_code == 3);  // NOT_FOUND
   CHECK(as("acme-writer-0123456789", "lease ls globex:default/m@main").exit_code == 17);
+  // An operation of acme is unknown to globex, by id or in a listing.
+  auto migrated = as("acme-writer-0123456789", "migrate acme:default/m@main --to COLD --wait");
+  REQUIRE_MESSAGE(migrated.exit_code == 0, migrated.output);
+  CHECK(as("acme-writer-0123456789", "op show 1").exit_code == 0);
+  CHECK(as("globex-writer-012345678", "op show 1").exit_code == 3);    // NOT_FOUND
+  CHECK(as("globex-writer-012345678", "op cancel 1").exit_code == 3);  // NOT_FOUND
   // A reader reads, does not write.
   CHECK(as("acme-reader-0123456789", "ls").exit_code == 0);
   auto denied = as("acme-reader-0123456789", "rm acme:default/m@main");
