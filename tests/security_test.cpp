@@ -229,7 +229,10 @@ TEST_CASE_FIXTURE(secured_fixture,
       {api::role::writer, "writer-token-0123456789"},
       {api::role::admin, "admin-token-01234567890"}};
   for (const auto& rpc : every_rpc()) {
-    for (const auto& [role, token] : callers) {
+    for (const auto& caller : callers) {
+      // (no structured binding: clang refuses one captured by CAPTURE)
+      auto role = caller.first;
+      const auto& token = caller.second;
       CAPTURE(rpc.name);
       CAPTURE(api::role_name(role));
       auto before = journal_seq();
