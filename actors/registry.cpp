@@ -94,7 +94,17 @@ lineage_actor lineage_actor_for(reg_pointer self, const events::revision_key& id
   return actor;
 }
 
+/// A lineage the store has heard of: an actor, a record, or a revision of it.
+bool lineage_known(reg_pointer self, const events::revision_key& key) {
+  auto& st = self->state;
+  auto first = st.views.lower_bound(key);
+  return st.lineage_actors.count(key) || st.dormant_lineages.count(key) ||
+         (first != st.views.end() && first->first.same_lineage(key));
+}
+
 /// Checks a lineage command's identity and hands it to the lineage's actor.
+/// A lineage nobody ever imported into is NOT_FOUND: no actor is spawned for
+/// a request naming it (bad input must not grow the daemon).
 template <class Reply, class Command>
 caf::result<Reply> route_lineage(reg_pointer self, Command& cmd, events::revision_key& id,
                                  const char* field) {
@@ -107,6 +117,9 @@ caf::result<Reply> route_lineage(reg_pointer self, Command& cmd, events::revisio
   }
   checked->generation = id.generation;
   id = *checked;
+  auto key = events::lineage_key(id);
+  if (!lineage_known(self, key))
+    return to_error({errc::not_found, "lineage " + events::canonical_text(key) + " has no revision"});
   return self->delegate(lineage_actor_for(self, id), std::move(cmd));
 }
 
@@ -385,18 +398,7 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
           return route_lineage<revision_view>(self, cmd, cmd.commit.id, "target");
         },
         [=](abort_upsert& cmd) { return route_lineage<lineage_view>(self, cmd, cmd.base, "base"); },
-        [=](get_lineage& cmd) -> caf::result<lineage_view> {
-          // A lineage nobody ever imported into is NOT_FOUND (no actor for a lookup).
-          auto key = events::lineage_key(cmd.lineage);
-          auto& st = self->state;
-          auto first = st.views.lower_bound(key);
-          bool known = st.lineage_actors.count(key) || st.dormant_lineages.count(key) ||
-                       (first != st.views.end() && first->first.same_lineage(key));
-          if (!known)
-            return to_error({errc::not_found, "lineage " + events::canonical_text(key) +
-                                                  " has no revision"});
-          return route_lineage<lineage_view>(self, cmd, cmd.lineage, "lineage");
-        },
+        [=](get_lineage& cmd) { return route_lineage<lineage_view>(self, cmd, cmd.lineage, "lineage"); },
     };
   });
 }

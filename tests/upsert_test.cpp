@@ -414,3 +414,19 @@ TEST_CASE("upsert crash: a crash after any commit of an upsert, in both modes: a
     }
   }
 }
+
+TEST_CASE_FIXTURE(upsert_fixture,
+                  "upsert: a claim on a lineage nobody imported into is NOT_FOUND and spawns no "
+                  "actor (bad input does not grow the daemon)") {
+  using impl = caf::stateful_actor<actors::registry_state, actors::registry_actor::base>;
+  auto& st = dynamic_cast<impl&>(*caf::actor_cast<caf::abstract_actor*>(registry())).state;
+  for (int i = 0; i < 10; ++i) {
+    auto base = lifecycle_fixture::id("nobody-" + std::to_string(i), "main", 1);
+    auto claimed = begin_up(base, 1, 2, "r");
+    REQUIRE_FALSE(claimed.ok());
+    CHECK(claimed.error().code() == errc::not_found);
+    CHECK(abort_up(base, "r").error().code() == errc::not_found);
+    CHECK(lineage(base).error().code() == errc::not_found);
+  }
+  CHECK(st.lineage_actors.empty());
+}
