@@ -311,7 +311,10 @@ class watch_reactor final : public grpc::ServerWriteReactor<events::v1::Envelope
   void OnCancel() override {
     auto watch = watch_;
     std::lock_guard<std::recursive_mutex> lock(watch->lock);
-    if (watch->end()) Finish(grpc::Status::CANCELLED);
+    if (watch->end()) {
+      slot_ = {};  // its place is free before the client hears the end
+      Finish(grpc::Status::CANCELLED);
+    }
   }
   void OnDone() override {
     {
@@ -359,7 +362,9 @@ class watch_reactor final : public grpc::ServerWriteReactor<events::v1::Envelope
   }
   /// Under the lock.
   void finish(const status& st) {
-    if (watch_->end()) Finish(to_grpc(ctx_, st));
+    if (!watch_->end()) return;
+    slot_ = {};  // a client that saw the end may open the next stream at once
+    Finish(to_grpc(ctx_, st));
   }
 
   actors::journal_reader_actor reader_;
@@ -428,7 +433,11 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
     auto watch = watch_;
     std::lock_guard<std::recursive_mutex> lock(watch->lock);
     abandon();
-    if (watch->end()) Finish(grpc::Status::CANCELLED);
+    if (watch->end()) {
+      slot_ = {};  // its places are free before the client hears the end
+      tenant_slot_ = {};
+      Finish(grpc::Status::CANCELLED);
+    }
   }
   void OnDone() override {
     {
@@ -519,7 +528,10 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
   /// Ends the call (once; the caller holds the watch's lock). Nothing of this
   /// reactor may be touched afterwards: OnDone may already have deleted it.
   void finish(const status& st) {
-    if (watch_->end()) Finish(to_grpc(ctx_, st));
+    if (!watch_->end()) return;
+    slot_ = {};  // a client that saw the end may open the next stream at once
+    tenant_slot_ = {};
+    Finish(to_grpc(ctx_, st));
   }
 
   caf::actor_system& sys_;
@@ -597,7 +609,10 @@ class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
   void OnDone() override { delete this; }
 
  private:
-  void finish(const status& st) { Finish(to_grpc(ctx_, st)); }
+  void finish(const status& st) {
+    slot_ = {};  // a client that saw the end may open the next stream at once
+    Finish(to_grpc(ctx_, st));
+  }
 
   CallbackServerContext* ctx_;
   stream_limits::slot slot_;

@@ -130,7 +130,9 @@ void stream_limits::sweep() {
     // which must not make a burst of streams a permanent cost.
     bool trim = open_ == 0 && closed_since_trim_;
     closed_since_trim_ = false;
-    lock.unlock();  // the streams' callbacks take their own locks, never this one
+    // The streams' callbacks take this lock under their own (a stream gives
+    // its place back as it finishes): never take theirs while holding this.
+    lock.unlock();
     if (trim) malloc_trim(0);
     for (auto& watch : idle) {
       std::lock_guard<std::recursive_mutex> call(watch->lock);
