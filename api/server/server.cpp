@@ -8,6 +8,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/validate.hpp"
+#include "api/server/call_bridge.hpp"
 #include "api/server/convert.hpp"
 #include "api/common/grpc_status.hpp"
 #include "api/common/pem.hpp"
@@ -20,28 +21,6 @@ namespace {
 
 using grpc::CallbackServerContext;
 using grpc::ServerUnaryReactor;
-
-/// Runs one actor request for a unary call: `fill` writes the reply into the
-/// response, errors become the call's status.
-template <class Reply, class Handle, class Fill, class... Ts>
-ServerUnaryReactor* unary(caf::actor_system& sys, std::chrono::seconds timeout,
-                          CallbackServerContext* ctx, Handle handle, Fill fill, Ts... xs) {
-  auto* reactor = ctx->DefaultReactor();
-  sys.spawn([=](caf::event_based_actor* self) {
-    self->request(handle, timeout, xs...)
-        .then(
-            [=](Reply& reply) {
-              fill(reply);
-              reactor->Finish(grpc::Status::OK);
-              self->quit();
-            },
-            [=](caf::error& err) {
-              reactor->Finish(to_grpc(ctx, actors::to_status(err)));
-              self->quit();
-            });
-  });
-  return reactor;
-}
 
 ServerUnaryReactor* reject(CallbackServerContext* ctx, const status& st) {
   auto* reactor = ctx->DefaultReactor();
@@ -96,9 +75,8 @@ std::function<void(events::operation_record&)> operation_into(v1::Operation* res
 
 class weight_service final : public v1::WeightService::CallbackService {
  public:
-  weight_service(caf::actor_system& sys, actors::node& node, server_options o,
-                 stream_limits& limits)
-      : sys_(sys), registry_(node.registry()), reader_(node.reader()), timeout_(o.timeout),
+  weight_service(call_bridge& bridge, actors::node& node, server_options o, stream_limits& limits)
+      : bridge_(bridge), registry_(node.registry()), reader_(node.reader()),
         local_reads_(o.local_reads), limits_(limits), auth_(o.auth) {}
 
   ServerUnaryReactor* BeginImport(CallbackServerContext* ctx, const v1::BeginImportRequest* req,
@@ -191,8 +169,8 @@ class weight_service final : public v1::WeightService::CallbackService {
     if (!admitted) return reject(ctx, admitted.error());
     auto query = from_proto(admitted->second);
     if (!query) return reject(ctx, query.error());
-    return unary<actors::history_page>(
-        sys_, timeout_, ctx, reader_,
+    return bridge_.call<actors::history_page>(
+        ctx, reader_,
         [resp](actors::history_page& page) {
           for (auto& e : page.events) *resp->add_events() = std::move(e);
           resp->set_next_page_token(history_page_token(page.next_after));
@@ -245,13 +223,12 @@ class weight_service final : public v1::WeightService::CallbackService {
     }
     if constexpr (names_by_id<command_type>::value)  // a lease or operation of another tenant
       cmd->caller_tenant = who.any_tenant() ? "" : who.tenant;
-    return unary<Reply>(sys_, timeout_, ctx, registry_, fill, std::move(*cmd));
+    return bridge_.call<Reply>(ctx, registry_, fill, std::move(*cmd));
   }
 
-  caf::actor_system& sys_;
+  call_bridge& bridge_;
   actors::registry_actor registry_;
   actors::journal_reader_actor reader_;
-  std::chrono::seconds timeout_;
   bool local_reads_;
   stream_limits& limits_;
   std::shared_ptr<authenticator> auth_;
@@ -623,9 +600,10 @@ class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
 
 class object_service final : public v1::ObjectService::CallbackService {
  public:
-  object_service(caf::actor_system& sys, actors::node& node, server_options o,
+  object_service(caf::actor_system& sys, call_bridge& bridge, actors::node& node, server_options o,
                  stream_limits& limits)
-      : sys_(sys), store_(node.objects()), timeout_(o.timeout), limits_(limits), auth_(o.auth) {}
+      : sys_(sys), bridge_(bridge), store_(node.objects()), timeout_(o.timeout), limits_(limits),
+        auth_(o.auth) {}
 
   grpc::ServerReadReactor<v1::PutRequest>* Put(CallbackServerContext* ctx,
                                                v1::PutResponse* resp) override {
@@ -640,8 +618,8 @@ class object_service final : public v1::ObjectService::CallbackService {
     auto admitted = admit(*auth_, ctx, *req_in);
     if (!admitted) return reject(ctx, admitted.error());
     const auto* req = &admitted->second;
-    return unary<actors::object_info>(
-        sys_, timeout_, ctx, store_, [resp](actors::object_info& i) { to_proto(i, resp); },
+    return bridge_.call<actors::object_info>(
+        ctx, store_, [resp](actors::object_info& i) { to_proto(i, resp); },
         actors::stat_atom::value, req->tenant(), req->key());
   }
   ServerUnaryReactor* Remove(CallbackServerContext* ctx, const v1::RemoveRequest* req_in,
@@ -649,8 +627,8 @@ class object_service final : public v1::ObjectService::CallbackService {
     auto admitted = admit(*auth_, ctx, *req_in);
     if (!admitted) return reject(ctx, admitted.error());
     const auto* req = &admitted->second;
-    return unary<actors::object_info>(
-        sys_, timeout_, ctx, store_,
+    return bridge_.call<actors::object_info>(
+        ctx, store_,
         [resp](actors::object_info& i) { to_proto(i, resp->mutable_object()); },
         actors::remove_atom::value, req->tenant(), req->key(), req->force(),
         admitted->first.principal);
@@ -661,8 +639,8 @@ class object_service final : public v1::ObjectService::CallbackService {
     if (!admitted) return reject(ctx, admitted.error());
     const auto* req = &admitted->second;
     std::vector<std::string> keys(req->keys().begin(), req->keys().end());
-    return unary<actors::batch_removal>(
-        sys_, timeout_, ctx, store_,
+    return bridge_.call<actors::batch_removal>(
+        ctx, store_,
         [resp](actors::batch_removal& b) {
           for (const auto& r : b.results) {
             auto* out = resp->add_results();
@@ -679,8 +657,8 @@ class object_service final : public v1::ObjectService::CallbackService {
     auto admitted = admit(*auth_, ctx, *req_in);
     if (!admitted) return reject(ctx, admitted.error());
     const auto* req = &admitted->second;
-    return unary<actors::removal_summary>(
-        sys_, timeout_, ctx, store_,
+    return bridge_.call<actors::removal_summary>(
+        ctx, store_,
         [resp](actors::removal_summary& s) {
           for (const auto& k : s.removed_keys) resp->add_removed_keys(k);
           resp->set_skipped_managed(s.skipped_managed);
@@ -695,8 +673,8 @@ class object_service final : public v1::ObjectService::CallbackService {
     auto admitted = admit(*auth_, ctx, *req_in);
     if (!admitted) return reject(ctx, admitted.error());
     const auto* req = &admitted->second;
-    return unary<actors::eviction_summary>(
-        sys_, timeout_, ctx, store_,
+    return bridge_.call<actors::eviction_summary>(
+        ctx, store_,
         [resp](actors::eviction_summary& s) {
           resp->set_evicted_objects(s.evicted_objects);
           resp->set_freed_bytes(s.freed_bytes);
@@ -712,8 +690,8 @@ class object_service final : public v1::ObjectService::CallbackService {
     auto admitted = admit(*auth_, ctx, *req_in);
     if (!admitted) return reject(ctx, admitted.error());
     const auto* req = &admitted->second;
-    return unary<actors::object_page>(
-        sys_, timeout_, ctx, store_,
+    return bridge_.call<actors::object_page>(
+        ctx, store_,
         [resp](actors::object_page& page) {
           for (const auto& o : page.objects) to_proto(o, resp->add_objects());
           resp->set_next_start_after(page.next_start_after);
@@ -723,6 +701,7 @@ class object_service final : public v1::ObjectService::CallbackService {
 
  private:
   caf::actor_system& sys_;
+  call_bridge& bridge_;
   actors::object_store_actor store_;
   std::chrono::seconds timeout_;
   stream_limits& limits_;
@@ -733,8 +712,8 @@ class object_service final : public v1::ObjectService::CallbackService {
 
 class admin_service final : public v1::AdminService::CallbackService {
  public:
-  admin_service(caf::actor_system& sys, actors::node& node, server_options o)
-      : sys_(sys), node_(node), options_(std::move(o)) {}
+  admin_service(caf::actor_system& sys, call_bridge& bridge, actors::node& node, server_options o)
+      : sys_(sys), bridge_(bridge), node_(node), options_(std::move(o)) {}
 
   ServerUnaryReactor* Status(CallbackServerContext* ctx, const v1::StatusRequest* req,
                              v1::StatusResponse* resp) override {
@@ -798,13 +777,14 @@ class admin_service final : public v1::AdminService::CallbackService {
                                v1::SnapshotResponse* resp) override {
     if (auto admitted = admit(*options_.auth, ctx, *req); !admitted)
       return reject(ctx, admitted.error());
-    return unary<uint64_t>(
-        sys_, options_.timeout, ctx, node_.snapshotter(),
+    return bridge_.call<uint64_t>(
+        ctx, node_.snapshotter(),
         [resp](uint64_t seq) { resp->set_seq(seq); }, actors::snapshot_atom::value);
   }
 
  private:
   caf::actor_system& sys_;
+  call_bridge& bridge_;
   actors::node& node_;
   server_options options_;
 };
@@ -856,9 +836,10 @@ bool is_loopback_address(const std::string& listen) {
 
 struct grpc_server::services {
   services(caf::actor_system& sys, actors::node& node, const server_options& o)
-      : limits(o.streams), weights(sys, node, o, limits), objects(sys, node, o, limits),
-        admin(sys, node, o) {}
+      : limits(o.streams), bridge(sys, o.timeout), weights(bridge, node, o, limits),
+        objects(sys, bridge, node, o, limits), admin(sys, bridge, node, o) {}
   stream_limits limits;  // Put, Get and Watch streams share them
+  call_bridge bridge;    // every unary call's way into the actors
   weight_service weights;
   object_service objects;
   admin_service admin;

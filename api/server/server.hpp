@@ -1,7 +1,7 @@
 // The gRPC server: WeightService, ObjectService and AdminService on gRPC's
-// callback API. A handler never blocks its gRPC thread: each call becomes a
-// request (finite deadline) from a short-lived actor, which finishes the
-// reactor when the reply comes. Besides weightd.v1, the server answers the
+// callback API. A handler never blocks its gRPC thread: a unary call is
+// posted to a long-lived bridge actor, whose request (with the server's
+// deadline) finishes the reactor when the reply comes (call_bridge.hpp). Besides weightd.v1, the server answers the
 // standard grpc.health.v1.Health (SERVING while /healthz would say ok) and
 // server reflection (grpcurl lists and describes the services). Object bytes stream between the call and the
 // tier files in chunks of at most 4 MiB; only metadata goes through actors.
