@@ -17,14 +17,14 @@ namespace {
 
 using reg_pointer = registry_actor::stateful_pointer<registry_state>;
 
-/// The part of the global fold that belongs to one revision.
-events::revision_index slice(const events::revision_index& all, const events::revision_key& id) {
+/// The part of the global fold that belongs to one revision (`ops`: its
+/// operations, gathered once for all revisions).
+events::revision_index slice(const events::revision_index& all, const events::revision_record& r,
+                             const std::vector<const events::operation_record*>& ops) {
   events::revision_index one;
-  const auto& r = all.revisions.at(id);
-  one.revisions[id] = r;
-  for (const auto& [op_id, op] : all.operations)
-    if (op.revision == id) one.operations[op_id] = op;
-  if (r.availability != v1::DELETED) one.groups[r.payload_group_id] = id;
+  one.revisions[r.id] = r;
+  for (const auto* op : ops) one.operations[op->id] = *op;
+  if (r.availability != v1::DELETED) one.groups[r.payload_group_id] = r.id;
   one.last_operation_id = all.last_operation_id;
   one.last_lease_id = all.last_lease_id;
   return one;
@@ -312,18 +312,26 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
     for (const auto& [key, l] : lineages.lineages)
       if (l.claim && !l.claim->finished())
         self->send(lineage_actor_for(self, key), caf::tick_atom::value);
-    for (const auto& [op_id, op] : recovered.operations) st.operation_owners[op_id] = op.revision;
+    std::map<events::revision_key, std::vector<const events::operation_record*>> ops_of;
+    for (const auto& [op_id, op] : recovered.operations) {
+      st.operation_owners[op_id] = op.revision;
+      ops_of[op.revision].push_back(&op);
+    }
+    static const std::vector<const events::operation_record*> none;
     for (const auto& [id, record] : recovered.revisions) {
-      auto part = slice(recovered, id);
+      auto ops = ops_of.find(id);
+      auto part = slice(recovered, record, ops == ops_of.end() ? none : ops->second);
       st.views[id] = view_of(record, part);
       for (const auto& [lease_id, l] : record.leases) st.lease_owners[lease_id] = id;
       update_guard(self, record);
       st.dormant[id] = std::move(part);
-      if (record.availability == v1::DELETED) continue;
-      auto actor = actor_for(self, id);
-      // An operation a crash interrupted resumes from its cursor: nothing
-      // else would run it (its revision schedules the rounds after this one).
-      if (record.operation_id) self->send(actor, caf::tick_atom::value);
+      // Revisions wake on demand (a command, a reconciler tick): at 100 000
+      // revisions an actor each would cost memory and start-up time for
+      // nothing. Only work a crash interrupted starts now: an operation
+      // resumes from its cursor, a deletion goes on (nothing else would run
+      // the operation; the reconciler's round would find the deletion too).
+      if (record.operation_id || record.availability == v1::DELETING)
+        self->send(actor_for(self, id), caf::tick_atom::value);
     }
     // The first round runs at once: it resumes what a crash interrupted
     // (deletions, drains) and expires leases that lapsed meanwhile.
@@ -335,7 +343,17 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
         [=](update_policy& cmd) { return route<revision_view>(self, cmd); },
         [=](retire_revision& cmd) { return route<revision_view>(self, cmd); },
         [=](remove_revision& cmd) { return route<removal_result>(self, cmd); },
-        [=](get_revision& cmd) { return route_known<revision_view>(self, cmd); },
+        [=](get_revision& cmd) -> caf::result<revision_view> {
+          // From the view the revision sent before it answered its last
+          // command: read-your-writes without a hop (and no actor is woken).
+          auto checked = events::checked_revision_key(cmd.id.to_proto());
+          if (!checked) return to_error(checked.error());
+          cmd.id = *checked;
+          auto it = self->state.views.find(cmd.id);
+          auto reply = get_reply(it == self->state.views.end() ? nullptr : &it->second, cmd);
+          if (!reply) return to_error(reply.error());
+          return std::move(*reply);
+        },
         [=](list_revisions& q) { return list(self, q); },
         [=](stats_atom) {
           registry_stats out;

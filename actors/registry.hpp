@@ -26,9 +26,10 @@ struct registry_state {
   static const char* name;
 };
 
-/// Spawns the registry on the recovered revisions and lineages; live
-/// revisions get their actor at once (DELETING ones resume their deletion),
-/// tombstones on demand; lineages with an unfinished claim resume it.
+/// Spawns the registry on the recovered revisions and lineages. A revision
+/// gets its actor on demand (its first command or reconciler tick); only
+/// those with a running operation or an unfinished deletion wake at once to
+/// resume it. Lineages with an unfinished claim resume it.
 registry_actor spawn_registry(caf::actor_system& sys, const events::revision_index& recovered,
                               revision_deps deps, reconciler_config reconciler = {},
                               const events::lineage_index& lineages = {});

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <set>
 
 #include "actors/errors.hpp"
@@ -223,6 +224,17 @@ revision_view view_of(const events::revision_record& r, const events::revision_i
       v.last_operation_end_ms = std::max(v.last_operation_end_ms, op.updated_at_ms);
   }
   return v;
+}
+
+result<revision_view> get_reply(const revision_view* view, const get_revision& cmd) {
+  const auto* r = view ? &view->record : nullptr;
+  if (!r || (!r->visible() && !cmd.include_hidden))
+    return status{errc::not_found,
+                  "revision " + events::canonical_text(cmd.id) + " does not exist" +
+                      (r ? " (it is " + v1::Availability_Name(r->availability) +
+                               "; pass include_hidden to see it)"
+                         : "")};
+  return *view;
 }
 
 revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_key id,
@@ -463,14 +475,11 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
       },
       // ------------------------------------------- reads: the durable record
       [=](get_revision& cmd) -> caf::result<revision_view> {
-        const auto* r = self->state.record();
-        if (!r || (!r->visible() && !cmd.include_hidden))
-          return to_error({errc::not_found, "revision " + events::canonical_text(cmd.id) +
-                                                " does not exist" +
-                                                (r ? " (it is " + v1::Availability_Name(r->availability) +
-                                                         "; pass include_hidden to see it)"
-                                                   : "")});
-        return current_view(self);
+        std::optional<revision_view> view;
+        if (self->state.record()) view = current_view(self);
+        auto reply = get_reply(view ? &*view : nullptr, cmd);
+        if (!reply) return to_error(reply.error());
+        return std::move(*reply);
       },
       [=](get_operation& cmd) { return operation_reply(self->state.local, cmd.operation_id); },
       [=](open_local& cmd) -> caf::result<local_listing> {

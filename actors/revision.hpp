@@ -77,4 +77,10 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
 /// The view of a record: the record, its lease facts, its active operation.
 revision_view view_of(const events::revision_record& r, const events::revision_index& index);
 
+/// GetRevision's answer from a revision's current view (null: never seen;
+/// hidden states only with include_hidden). The registry answers reads from
+/// the views revisions send it after every change, the revision actor from
+/// its own: the same rule for both.
+result<revision_view> get_reply(const revision_view* view, const get_revision& cmd);
+
 }  // namespace weightd::actors
