@@ -15,9 +15,7 @@ struct bridge_state {
   std::list<bridged_call_ptr> pending;
   ~bridge_state() {  // the bridge stopped (server shutdown): nothing is left hanging
     while (!pending.empty())
-      finish_bridged(pending.front(),
-                     to_grpc(pending.front()->ctx,
-                             status{errc::busy, "the daemon is shutting down; retry"}));
+      finish_bridged(pending.front(), {errc::busy, "the daemon is shutting down; retry"});
   }
 };
 
@@ -36,9 +34,7 @@ caf::behavior bridge(caf::stateful_actor<bridge_state>* self, std::chrono::milli
         auto& pending = self->state.pending;
         auto now = std::chrono::steady_clock::now();
         while (!pending.empty() && pending.front()->deadline <= now) {
-          auto expired = pending.front();
-          finish_bridged(expired, to_grpc(expired->ctx,
-                                          actors::to_status(caf::make_error(caf::sec::request_timeout))));
+          finish_bridged(pending.front(), actors::to_status(caf::make_error(caf::sec::request_timeout)));
         }
         self->delayed_send(self, call_bridge::kSweepInterval, sweep_atom::value);
       },
@@ -47,12 +43,13 @@ caf::behavior bridge(caf::stateful_actor<bridge_state>* self, std::chrono::milli
 
 }  // namespace
 
-void finish_bridged(const bridged_call_ptr& call, const grpc::Status& st) {
+void finish_bridged(bridged_call_ptr call, const status& st) {
   if (call->finished) return;
   call->finished = true;
   if (call->pending_list) call->pending_list->erase(call->pending);
   call->pending_list = nullptr;
-  call->reactor->Finish(st);
+  auto done = std::move(call->done);
+  done(st);
 }
 
 call_bridge::call_bridge(caf::actor_system& sys, std::chrono::milliseconds timeout) {

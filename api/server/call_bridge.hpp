@@ -31,8 +31,8 @@ namespace weightd::api {
 /// One unary call between its post and its Finish. Only its bridge actor
 /// touches it after the post, so it needs no lock.
 struct bridged_call {
-  grpc::ServerUnaryReactor* reactor = nullptr;
-  grpc::CallbackServerContext* ctx = nullptr;
+  /// Ends the call with its outcome (for gRPC: Finish with the status).
+  std::function<void(const status&)> done;
   /// Sends the call's request from the bridge; run once, then dropped.
   std::function<void(caf::event_based_actor*, const std::shared_ptr<bridged_call>&)> send;
   std::chrono::steady_clock::time_point deadline{};
@@ -50,7 +50,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(weightd::api::bridged_call_ptr)
 namespace weightd::api {
 
 /// Ends the call once: a late reply after the sweep finished it is dropped.
-void finish_bridged(const bridged_call_ptr& call, const grpc::Status& st);
+/// By value: the caller's pointer may be the list entry this erases.
+void finish_bridged(bridged_call_ptr call, const status& st);
 
 class call_bridge {
  public:
@@ -67,24 +68,31 @@ class call_bridge {
   template <class Reply, class Handle, class Fill, class... Ts>
   grpc::ServerUnaryReactor* call(grpc::CallbackServerContext* ctx, Handle handle, Fill fill,
                                  Ts... xs) {
+    auto* reactor = ctx->DefaultReactor();
+    post<Reply>(
+        [reactor, ctx](const status& st) {
+          reactor->Finish(st.ok() ? grpc::Status::OK : to_grpc(ctx, st));
+        },
+        std::move(handle), std::move(fill), std::move(xs)...);
+    return reactor;
+  }
+
+  /// The same without gRPC: `done(status)` ends the call (tests use it).
+  template <class Reply, class Handle, class Fill, class... Ts>
+  void post(std::function<void(const status&)> done, Handle handle, Fill fill, Ts... xs) {
     auto job = std::make_shared<bridged_call>();
-    job->reactor = ctx->DefaultReactor();
-    job->ctx = ctx;
+    job->done = std::move(done);
     job->send = [handle, fill, xs...](caf::event_based_actor* self, const bridged_call_ptr& me) {
       self->request(handle, caf::infinite, xs...)
           .then(
               [me, fill](Reply& reply) {
                 if (me->finished) return;  // the sweep ended it already
                 fill(reply);
-                finish_bridged(me, grpc::Status::OK);
+                finish_bridged(me, {});
               },
-              [me](caf::error& err) {
-                if (!me->finished) finish_bridged(me, to_grpc(me->ctx, actors::to_status(err)));
-              });
+              [me](caf::error& err) { finish_bridged(me, actors::to_status(err)); });
     };
-    auto* reactor = job->reactor;
     caf::anon_send(next(), std::move(job));
-    return reactor;
   }
 
  private:
