@@ -76,9 +76,9 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
     return status{folded.error().code(),
                   folded.error().message() + "; keep a copy of the journal and run "
                                              "`weightctl journal verify`"};
-  n->recovered_ = std::move(*folded);
-  for (const auto& [id, r] : n->recovered_.revisions.revisions)
-    if (auto st = events::check_invariants(r, n->recovered_.revisions); !st.ok()) return st;
+  auto recovered = std::move(*folded);
+  for (const auto& [id, r] : recovered.revisions.revisions)
+    if (auto st = events::check_invariants(r, recovered.revisions); !st.ok()) return st;
 
   // 2. Record this incarnation, extend the leases that were live at the
   //    crash by the recovery grace, then check the tiers against the index.
@@ -95,20 +95,25 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   started.mutable_writer_started()->set_version(config.version);
   started.mutable_writer_started()->set_hostname(host_name());
   startup.push_back(std::move(started));
-  for (auto& e : replica_corrections(n->recovered_.objects, files,
+  for (auto& e : replica_corrections(recovered.objects, files,
                                      config.verify_checksums_on_start, now, n->report_))
     startup.push_back(std::move(e));
   // The grace counts from the end of the tier check (it reads every replica
   // and can take longer than the grace): a holder gets the whole grace to
   // renew once the daemon serves.
   auto serving = config.objects.now_ms();
-  for (auto& e : recovery_lease_events(n->recovered_.revisions, n->recovered_.last_event_ms,
+  for (auto& e : recovery_lease_events(recovered.revisions, recovered.last_event_ms,
                                        serving, config.lease_recovery_grace_ms))
     startup.push_back(std::move(e));
   if (auto st = backend->append(startup); !st.ok()) return st;
   for (const auto& e : startup)
-    if (auto st = events::evolve(n->recovered_, e); !st.ok()) return st;
-  remove_orphan_files(n->recovered_.objects, files, n->report_);
+    if (auto st = events::evolve(recovered, e); !st.ok()) return st;
+  remove_orphan_files(recovered.objects, files, n->report_);
+  n->report_.applied_seq = recovered.applied_seq;
+  n->report_.revisions = recovered.revisions.revisions.size();
+  n->report_.objects = recovered.objects.objects.size();
+  n->report_.hot_bytes = recovered.objects.hot_bytes;
+  n->report_.cold_bytes = recovered.objects.cold_bytes;
 
   // 3. Spawn the actors on the recovered state.
   n->snapshotter_ = spawn_snapshotter(sys, backend, config.detached);
@@ -119,18 +124,18 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   n->journal_ = spawn_journal_writer(sys, backend, writer);
   for (size_t i = 0; i < std::max<size_t>(1, config.io_workers); ++i)
     n->io_.push_back(spawn_io_worker(sys, files, config.detached));
+  auto damaged = damaged_groups_of(recovered.objects, startup);
   n->objects_ = spawn_object_store(
       sys, config.objects,
-      object_store_deps{n->journal_, n->io_, files, n->recovered_.objects,
-                        damaged_groups_of(n->recovered_.objects, startup)});
+      object_store_deps{n->journal_, n->io_, files, std::move(recovered.objects), std::move(damaged)});
   if (config.scrub.rate_bytes > 0)
     n->scrubber_ = spawn_scrubber(sys, n->objects_, files, config.scrub, config.detached);
   revision_deps deps;
   deps.journal = n->journal_;
   deps.store = n->objects_;
   deps.operation_ids =
-      std::make_shared<std::atomic<uint64_t>>(n->recovered_.revisions.last_operation_id);
-  deps.lease_ids = std::make_shared<std::atomic<uint64_t>>(n->recovered_.revisions.last_lease_id);
+      std::make_shared<std::atomic<uint64_t>>(recovered.revisions.last_operation_id);
+  deps.lease_ids = std::make_shared<std::atomic<uint64_t>>(recovered.revisions.last_lease_id);
   deps.now_ms = config.objects.now_ms;
   deps.reconcile_interval = config.reconciler.interval;
   deps.import_abandon = config.reconciler.import_abandon;
@@ -139,7 +144,8 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   auto reconciler = config.reconciler;
   reconciler.high_watermark = config.objects.high_watermark;  // one pair of watermarks
   reconciler.eviction_ratio = config.objects.eviction_ratio;
-  n->registry_ = spawn_registry(sys, n->recovered_.revisions, deps, reconciler, n->recovered_.lineages);
+  n->registry_ = spawn_registry(sys, std::move(recovered.revisions), deps, reconciler,
+                                std::move(recovered.lineages));
   n->reader_ = spawn_journal_reader(sys, backend, n->journal_, config.reader, config.detached);
   std::vector<std::pair<std::string, caf::actor>> core{
       {"the journal writer", caf::actor_cast<caf::actor>(n->journal_)},

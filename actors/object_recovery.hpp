@@ -16,6 +16,8 @@ struct recovery_report {
   uint64_t lost_replicas = 0;     // file missing (e.g. tmpfs emptied by a reboot)
   uint64_t corrupt_replicas = 0;  // wrong size or checksum
   uint64_t orphan_files = 0;      // files no replica owns: crashed puts, copies, removals
+  // What the start found (the recovered state itself goes to the actors).
+  uint64_t applied_seq = 0, revisions = 0, objects = 0, hot_bytes = 0, cold_bytes = 0;
 };
 
 /// The events that drop every replica whose file is missing (reason LOST) or

@@ -1,5 +1,6 @@
 #include "actors/registry.hpp"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/errors.hpp"
@@ -17,19 +18,6 @@ namespace {
 
 using reg_pointer = registry_actor::stateful_pointer<registry_state>;
 
-/// The part of the global fold that belongs to one revision (`ops`: its
-/// operations, gathered once for all revisions).
-events::revision_index slice(const events::revision_index& all, const events::revision_record& r,
-                             const std::vector<const events::operation_record*>& ops) {
-  events::revision_index one;
-  one.revisions[r.id] = r;
-  for (const auto* op : ops) one.operations[op->id] = *op;
-  if (r.availability != v1::DELETED) one.groups[r.payload_group_id] = r.id;
-  one.last_operation_id = all.last_operation_id;
-  one.last_lease_id = all.last_lease_id;
-  return one;
-}
-
 /// Tells the object store's guard what the revision's state means for its group.
 void update_guard(reg_pointer self, const events::revision_record& r) {
   auto store = self->state.deps.store;
@@ -41,14 +29,22 @@ void update_guard(reg_pointer self, const events::revision_record& r) {
                managed_group{owner, r.availability == v1::IMPORTING, r.policy.preferred});
 }
 
-/// The actor of `id`: existing, woken from its fold, or new.
+/// The actor of `id`: existing, woken from its recovered fold (the part of
+/// the global fold that belongs to it), or new.
 revision_actor actor_for(reg_pointer self, const events::revision_key& id) {
   auto& st = self->state;
   if (auto it = st.actors.find(id); it != st.actors.end()) return it->second;
   events::revision_index initial;
-  if (auto it = st.dormant.find(id); it != st.dormant.end()) {
-    initial = std::move(it->second);
-    st.dormant.erase(it);
+  if (auto view = st.views.find(id); view != st.views.end()) {
+    const auto& r = view->second.record;
+    initial.revisions[id] = r;
+    if (r.availability != v1::DELETED) initial.groups[r.payload_group_id] = id;
+    if (auto ops = st.dormant_operations.find(id); ops != st.dormant_operations.end()) {
+      initial.operations = std::move(ops->second);
+      st.dormant_operations.erase(ops);
+    }
+    initial.last_operation_id = st.recovered_last_operation_id;
+    initial.last_lease_id = st.recovered_last_lease_id;
   }
   // Linked: they stop with the registry.
   auto actor = self->spawn<caf::linked>(revision_impl, id, std::move(initial), st.deps);
@@ -299,32 +295,40 @@ caf::result<revision_page> list(reg_pointer self, list_revisions& q) {
 
 }  // namespace
 
-registry_actor spawn_registry(caf::actor_system& sys, const events::revision_index& recovered,
+registry_actor spawn_registry(caf::actor_system& sys, events::revision_index recovered,
                               revision_deps deps, reconciler_config reconciler,
-                              const events::lineage_index& lineages) {
-  return sys.spawn([recovered, deps, reconciler, lineages](reg_pointer self) mutable -> registry_actor::behavior_type {
+                              events::lineage_index lineages) {
+  return sys.spawn([recovered = std::move(recovered), deps = std::move(deps), reconciler,
+                    lineages = std::move(lineages)](reg_pointer self) mutable -> registry_actor::behavior_type {
     auto& st = self->state;
     st.deps = std::move(deps);
     st.deps.registry = caf::actor_cast<revision_listener>(self);
     st.reconciler = reconciler;
-    st.dormant_lineages = lineages.lineages;
-    // A claim a crash interrupted resumes: nothing else would take its next step.
-    for (const auto& [key, l] : lineages.lineages)
-      if (l.claim && !l.claim->finished())
-        self->send(lineage_actor_for(self, key), caf::tick_atom::value);
-    std::map<events::revision_key, std::vector<const events::operation_record*>> ops_of;
+    st.dormant_lineages = std::move(lineages.lineages);
+    // A claim a crash interrupted resumes: nothing else would take its next
+    // step. (Waking a lineage takes it out of dormant_lineages: keys first.)
+    std::vector<events::revision_key> interrupted;
+    for (const auto& [key, l] : st.dormant_lineages)
+      if (l.claim && !l.claim->finished()) interrupted.push_back(key);
+    for (const auto& key : interrupted) self->send(lineage_actor_for(self, key), caf::tick_atom::value);
+    st.recovered_last_operation_id = recovered.last_operation_id;
+    st.recovered_last_lease_id = recovered.last_lease_id;
     for (const auto& [op_id, op] : recovered.operations) {
       st.operation_owners[op_id] = op.revision;
-      ops_of[op.revision].push_back(&op);
+      st.dormant_operations[op.revision][op_id] = op;
     }
-    static const std::vector<const events::operation_record*> none;
+    static const events::revision_index no_operations;
     for (const auto& [id, record] : recovered.revisions) {
-      auto ops = ops_of.find(id);
-      auto part = slice(recovered, record, ops == ops_of.end() ? none : ops->second);
-      st.views[id] = view_of(record, part);
+      auto ops = st.dormant_operations.find(id);
+      if (ops == st.dormant_operations.end()) {
+        st.views[id] = view_of(record, no_operations);
+      } else {
+        events::revision_index with_operations;  // view_of reads only the operations
+        with_operations.operations = ops->second;
+        st.views[id] = view_of(record, with_operations);
+      }
       for (const auto& [lease_id, l] : record.leases) st.lease_owners[lease_id] = id;
       update_guard(self, record);
-      st.dormant[id] = std::move(part);
       // Revisions wake on demand (a command, a reconciler tick): at 100 000
       // revisions an actor each would cost memory and start-up time for
       // nothing. Only work a crash interrupted starts now: an operation
@@ -336,6 +340,13 @@ registry_actor spawn_registry(caf::actor_system& sys, const events::revision_ind
     // The first round runs at once: it resumes what a crash interrupted
     // (deletions, drains) and expires leases that lapsed meanwhile.
     self->send(self, caf::tick_atom::value);
+    // The recovered fold is in the views now; this function object lives as
+    // long as the actor, so it lets go of its copy (and the heap's free
+    // pages go back to the system: at 100 000 revisions that is most of
+    // what the fold allocated).
+    recovered = {};
+    lineages = {};
+    ::malloc_trim(0);
     return {
         [=](begin_import& cmd) { return route<revision_view>(self, cmd); },
         [=](commit_import& cmd) { return route<revision_view>(self, cmd); },

@@ -15,7 +15,10 @@ struct registry_state {
   revision_deps deps;
   std::map<events::revision_key, revision_view> views;        // every known revision
   std::map<events::revision_key, revision_actor> actors;       // spawned ones
-  std::map<events::revision_key, events::revision_index> dormant;  // folds not yet spawned
+  // A revision without an actor is its view (the record as recovered) and,
+  // if it has any, its operations: what its actor starts from when it wakes.
+  std::map<events::revision_key, std::map<uint64_t, events::operation_record>> dormant_operations;
+  uint64_t recovered_last_operation_id = 0, recovered_last_lease_id = 0;
   std::map<uint64_t, events::revision_key> lease_owners;  // live lease id -> its revision
   std::map<uint64_t, events::revision_key> operation_owners;  // every operation id -> its revision
   std::map<events::revision_key, lineage_actor> lineage_actors;       // spawned ones, by lineage key
@@ -30,8 +33,8 @@ struct registry_state {
 /// gets its actor on demand (its first command or reconciler tick); only
 /// those with a running operation or an unfinished deletion wake at once to
 /// resume it. Lineages with an unfinished claim resume it.
-registry_actor spawn_registry(caf::actor_system& sys, const events::revision_index& recovered,
+registry_actor spawn_registry(caf::actor_system& sys, events::revision_index recovered,
                               revision_deps deps, reconciler_config reconciler = {},
-                              const events::lineage_index& lineages = {});
+                              events::lineage_index lineages = {});
 
 }  // namespace weightd::actors

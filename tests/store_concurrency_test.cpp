@@ -105,6 +105,6 @@ TEST_CASE("store: concurrent puts into a small tier never exceed its capacity") 
   for (auto& f : std::filesystem::recursive_directory_iterator(dir.path() / "hot" / "objects"))
     if (f.is_regular_file()) on_disk += f.file_size();
   CHECK(on_disk <= capacity);
-  CHECK((*again)->recovered().objects.hot_bytes == on_disk);
+  CHECK((*again)->recovery().hot_bytes == on_disk);
   (*again)->stop();
 }

@@ -113,7 +113,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto& node = **started;
-  const auto& state = node.recovered();
   const auto& report = node.recovery();
   if (report.lost_replicas + report.corrupt_replicas > 0)
     spdlog::warn("replicas dropped at startup lost={} corrupt={} (their files were missing or "
@@ -154,8 +153,8 @@ int main(int argc, char** argv) {
   spdlog::info("weightd ready version={} listen={} journal={} writer_id={} journal_seq={} revisions={} "
                "objects={} hot_bytes={} cold_bytes={} orphan_files_removed={} startup_seconds={:.3f}",
                WEIGHTD_VERSION, config.listen, node_config.journal.dir.string(), node.backend()->writer_id(),
-               state.applied_seq, state.revisions.revisions.size(), state.objects.objects.size(),
-               state.objects.hot_bytes, state.objects.cold_bytes, report.orphan_files,
+               report.applied_seq, report.revisions, report.objects, report.hot_bytes,
+               report.cold_bytes, report.orphan_files,
                node.startup_seconds());
   if (int rc = sd_notifyf(0, "READY=1\nSTATUS=serving %s, metrics on %s", config.listen.c_str(),
                           config.http_listen.c_str());
