@@ -1,5 +1,8 @@
 // api_bench: the gRPC API over loopback, against the same work done without
 // it, in the same run:
+//   - the floor: grpc.health.v1.Health/Check, answered by gRPC itself (no
+//     actor, no weightd code), at the same client counts — what a unary
+//     call over loopback gRPC costs on this machine before any work;
 //   - unary calls/s at 1 and 64 client threads: GetRevision (a read), and a
 //     tiny import (BeginImport + 2 object Puts + CommitImport, 3 fsynced
 //     events); the in-process (embedded API) rate of the same calls is the
@@ -15,6 +18,9 @@
 //   api_bench [--seconds 3] [--clients 1,64] [--model-mib 1024] [--files 4]
 //             [--small-files 2000]
 #include <CLI/CLI.hpp>
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/impl/codegen/client_unary_call.h>
 
 #include <fstream>
 #include <sstream>
@@ -52,6 +58,20 @@ std::vector<std::unique_ptr<api::client>> clients_of(int n, const std::string& a
   return out;
 }
 
+/// One Health/Check over `channel`: a call with an empty request that
+/// gRPC's own health service answers.
+void health_check(grpc::Channel& channel) {
+  static const grpc::internal::RpcMethod method("/grpc.health.v1.Health/Check",
+                                                grpc::internal::RpcMethod::NORMAL_RPC);
+  grpc::ClientContext ctx;
+  grpc::ByteBuffer request, response;
+  grpc::Slice empty;
+  request = grpc::ByteBuffer(&empty, 1);
+  auto st = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+      &channel, method, &ctx, request, &response);
+  if (!st.ok()) fail("Health/Check: " + st.error_message());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,6 +101,14 @@ int main(int argc, char** argv) {
   std::atomic<uint64_t> next_revision{0};
   for (int clients : client_counts) {
     auto grpc_clients = clients_of(clients, weightd.address);
+    std::vector<std::shared_ptr<grpc::Channel>> channels;
+    for (int c = 0; c < clients; ++c) {
+      grpc::ChannelArguments args;
+      args.SetInt("grpc.channel_id", c);  // a connection of its own, like each client's
+      channels.push_back(grpc::CreateCustomChannel(weightd.address, grpc::InsecureChannelCredentials(), args));
+    }
+    double floor = ops_per_second(clients, seconds, [&](int c) { health_check(*channels[c]); });
+    std::printf("%-34s %8d %14s %14.0f %8s\n", "Health/Check (the floor)", clients, "-", floor, "-");
     double local = ops_per_second(clients, seconds, [&](int) {
       if (auto r = weightd.store->get_revision({rid, false}).get(); !r) fail(r.error().to_string());
     });
