@@ -525,7 +525,11 @@ using journal_actor = caf::typed_actor<
 /// its own thread and saves the result — consistent by construction.
 using snapshotter_actor = caf::typed_actor<
     // Takes a snapshot now; replies with its seq.
-    caf::replies_to<snapshot_atom>::with<uint64_t>>;
+    caf::replies_to<snapshot_atom>::with<uint64_t>,
+    // The journal writer's periodic request, sent when the journal reached
+    // `seq`: skipped when a snapshot at or past `seq` was written meanwhile
+    // (requests that queued behind a slow snapshot merge into one).
+    caf::reacts_to<snapshot_atom, uint64_t>>;
 
 /// Blocking file work of the tiers, off the cooperative workers (detached).
 using io_actor = caf::typed_actor<

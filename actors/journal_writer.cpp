@@ -46,7 +46,7 @@ void maybe_snapshot(journal_writer_state& st) {
   if (!o.snapshotter || o.snapshot_every == 0) return;
   if (st.stats.highest_seq < st.last_snapshot_seq + o.snapshot_every) return;
   st.last_snapshot_seq = st.stats.highest_seq;
-  caf::anon_send(o.snapshotter, snapshot_atom::value);
+  caf::anon_send(o.snapshotter, snapshot_atom::value, st.stats.highest_seq);
 }
 
 /// Commits every pending append in one transaction and answers each appender.
@@ -151,12 +151,26 @@ journal_actor spawn_journal_writer(caf::actor_system& sys,
 snapshotter_actor spawn_snapshotter(caf::actor_system& sys,
                                     std::shared_ptr<persistence::journal_backend> backend,
                                     bool detached) {
-  auto impl = [backend](snapshotter_actor::pointer) -> snapshotter_actor::behavior_type {
-    return {[backend](snapshot_atom) -> caf::result<uint64_t> {
-      auto seq = persistence::write_state_snapshot(*backend);
-      if (!seq) return to_error(seq.error());
-      return *seq;
-    }};
+  // The seq of the newest snapshot this actor wrote.
+  auto written = std::make_shared<uint64_t>(0);
+  auto impl = [backend, written](snapshotter_actor::pointer) -> snapshotter_actor::behavior_type {
+    return {
+        [backend, written](snapshot_atom) -> caf::result<uint64_t> {
+          auto seq = persistence::write_state_snapshot(*backend);
+          if (!seq) return to_error(seq.error());
+          *written = std::max(*written, *seq);
+          return *seq;
+        },
+        [backend, written](snapshot_atom, uint64_t requested_at) {
+          if (requested_at <= *written) return;  // a newer snapshot covers it already
+          auto seq = persistence::write_state_snapshot(*backend);
+          if (!seq) {
+            spdlog::warn("snapshot failed error=\"{}\"; the next one retries", seq.error().to_string());
+            return;
+          }
+          *written = std::max(*written, *seq);
+        },
+    };
   };
   if (detached) return sys.spawn<caf::detached>(impl);
   return sys.spawn(impl);
