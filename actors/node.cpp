@@ -157,6 +157,9 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
     core.push_back({"I/O worker " + std::to_string(i), caf::actor_cast<caf::actor>(n->io_[i])});
   if (n->scrubber_) core.push_back({"the scrubber", caf::actor_cast<caf::actor>(n->scrubber_)});
   n->watchdog_ = spawn_watchdog(sys, std::move(core), n->health_, config.on_failure);
+  // Replay read the whole journal through LMDB's map: those pages are the
+  // OS's cache now, not this daemon's memory.
+  backend->release_read_cache();
   n->startup_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   return n;

@@ -1,5 +1,7 @@
 #include "actors/object_recovery.hpp"
 
+#include <unordered_set>
+
 #include <set>
 
 #include "events/identity.hpp"
@@ -49,11 +51,14 @@ void remove_orphan_files(const events::object_index& index, const tiers& files,
                          recovery_report& report) {
   for (auto tier : {v1::TIER_HOT, v1::TIER_COLD}) {
     const auto& store = files.of(tier);
-    std::set<std::filesystem::path> owned;
+    // Hashed plain strings: at 200 000 replicas an ordered set of paths
+    // (compared component by component) was a quarter of a restart.
+    std::unordered_set<std::string> owned;
+    owned.reserve(index.objects.size());
     for (const auto& [ref, record] : index.objects)
-      if (tier == v1::TIER_HOT ? record.hot : record.cold) owned.insert(store.object_path(ref));
+      if (tier == v1::TIER_HOT ? record.hot : record.cold) owned.insert(store.object_path(ref).native());
     for (const auto& path : store.list_files()) {
-      if (owned.count(path)) continue;
+      if (owned.count(path.native())) continue;
       persistence::tier_store::remove_file(path);
       ++report.orphan_files;
     }

@@ -219,7 +219,7 @@ revision_view view_of(const events::revision_record& r, const events::revision_i
       v.nearest_lease_expiry_ms = l.expiry_ms;
   for (const auto& [op_id, op] : index.operations) {
     if (!(op.revision == r.id)) continue;
-    if (op_id == r.operation_id) v.operation = op;
+    if (op_id == r.operation_id) v.operation = std::make_shared<const events::operation_record>(op);
     else if (op.state != events::operation_state::running)
       v.last_operation_end_ms = std::max(v.last_operation_end_ms, op.updated_at_ms);
   }

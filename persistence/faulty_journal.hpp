@@ -59,6 +59,7 @@ class faulty_journal final : public journal_backend {
     return inner_->delete_snapshots(stream, c);
   }
   uint64_t writer_id() const override { return inner_->writer_id(); }
+  void release_read_cache() const override { inner_->release_read_cache(); }
 
  private:
   bool fires(fault f, uint64_t& countdown) const;

@@ -109,6 +109,11 @@ class journal_backend {
 
   /// This writer's incarnation, stamped into every envelope it appends.
   virtual uint64_t writer_id() const = 0;
+
+  /// Lets go of the read cache this process holds (after a replay read the
+  /// whole journal): the pages stay in the OS page cache, not in this
+  /// process's memory. Nothing to do for most backends.
+  virtual void release_read_cache() const {}
 };
 
 /// Envelopes of one event type (e.g. "object_put") with global seqs in

@@ -3,8 +3,13 @@
 #include <unistd.h>
 
 #include <lmdb.h>
+#include <sys/mman.h>
 #include <spdlog/spdlog.h>
 
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <system_error>
 
@@ -596,6 +601,26 @@ result<lmdb_stats> lmdb_journal::stats() const {
   if (!st.ok()) return st;
   out.map_growths = map_growths_;
   return out;
+}
+
+void lmdb_journal::release_read_cache() const {
+  // The map is read-only (no MDB_WRITEMAP): dropping its pages from this
+  // process is safe, a later read faults them in again from the page cache.
+  // LMDB does not tell where it mapped the file (me_mapaddr is only set for
+  // MDB_FIXEDMAP), so the ranges come from /proc/self/maps.
+  std::error_code ec;
+  auto file = std::filesystem::canonical(options_.dir / "data.mdb", ec);
+  if (ec) return;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.size() < file.native().size() ||
+        line.compare(line.size() - file.native().size(), std::string::npos, file.native()) != 0)
+      continue;
+    uintptr_t from = 0, to = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &from, &to) != 2 || to <= from) continue;
+    ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+  }
 }
 
 }  // namespace weightd::persistence

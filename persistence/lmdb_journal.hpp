@@ -64,6 +64,8 @@ class lmdb_journal final : public journal_backend {
   status delete_snapshot(std::string_view stream, uint64_t seq) override;
   status delete_snapshots(std::string_view stream, const snapshot_criteria& criteria) override;
   uint64_t writer_id() const override { return incarnation_; }
+  /// madvise(DONTNEED) over the read-only map: replay touched every page.
+  void release_read_cache() const override;
 
   result<lmdb_stats> stats() const;
   const lmdb_options& options() const { return options_; }

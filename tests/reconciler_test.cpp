@@ -72,7 +72,7 @@ TEST_CASE("reconciler: what a running demotion will free counts, so a long demot
   op.id = 1;
   op.target = v1::RESIDENCY_MIXED;
   op.target_hot_ratio = 0.5;
-  busy.operation = op;
+  busy.operation = std::make_shared<const events::operation_record>(op);
   busy.record.operation_id = 1;
   auto vs = of({busy, view_of("next", v1::RESIDENCY_HOT, 2'000)});
   // 9 500 - 8 500 = 1 000 to free; busy's HOT -> MIXED frees 1 000 when it ends.
