@@ -397,6 +397,9 @@ struct reconcile_report {
   std::vector<reconcile_decision> decisions;
   bool pressure = false, relief = false;
   uint64_t hot_used_bytes = 0, hot_capacity_bytes = 0;
+  // What an access promotion may add to HOT now: the relief line minus HOT
+  // used and reserved (0 when at or past it); INT64_MAX for an unlimited tier.
+  int64_t promotion_headroom_bytes = INT64_MAX;
 };
 
 // ---------------------------------------------------------- lease commands

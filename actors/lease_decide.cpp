@@ -1,5 +1,7 @@
 #include "actors/lease_decide.hpp"
 
+#include <algorithm>
+
 #include "events/time_text.hpp"
 
 namespace weightd::actors {
@@ -132,17 +134,23 @@ result<decision> decide_acquire(const revision_record* current, const acquire_le
   d.events.push_back(std::move(e));
   // SPEC §4: a read of an AUTO revision colder than it prefers promotes it
   // (an event; the lease is granted at once and reads use whatever tier holds
-  // the bytes).
+  // the bytes) — when the extra hot bytes fit under the relief line; else
+  // the reconciler promotes it once they do.
   const auto& policy = current->policy;
+  auto logical = static_cast<double>(current->manifest.logical_bytes);
+  double wanted = policy.preferred == v1::RESIDENCY_HOT ? logical : policy.mixed_hot_ratio * logical;
+  double extra_hot = std::max(0.0, wanted - current->observed_hot_ratio * logical);
   if (policy.mode == v1::MIGRATION_AUTO && !current->operation_id &&
       warmth(current->residency) < warmth(policy.preferred) &&
-      (policy.preferred != v1::RESIDENCY_MIXED || current->affinity_units >= 2))
-    d.events.push_back(automatic_migration(
-        *current, policy.preferred, policy.mixed_hot_ratio,
-        "access promotion: a lease was granted to '" + holder + "' while the revision was " +
-            v1::Residency_Name(current->residency) + " and prefers " +
-            v1::Residency_Name(policy.preferred),
-        ctx));
+      (policy.preferred != v1::RESIDENCY_MIXED || current->affinity_units >= 2) &&
+      extra_hot <= static_cast<double>(ctx.promotion_headroom_bytes))
+    if (auto e = automatic_migration(
+            *current, policy.preferred, policy.mixed_hot_ratio,
+            "access promotion: a lease was granted to '" + holder + "' while the revision was " +
+                v1::Residency_Name(current->residency) + " and prefers " +
+                v1::Residency_Name(policy.preferred),
+            ctx))
+      d.events.push_back(std::move(*e));
   return d;
 }
 

@@ -271,32 +271,20 @@ caf::result<revision_view> commit(lineage_pointer self, commit_upsert cmd) {
               apply(self, {phase});
               run_next(self, principal, [=]() mutable { rp.deliver(committed); });
             },
-            [=](caf::error& err) mutable {
-              auto st = to_status(err);
-              if (!fails_the_target(st)) return (void)rp.deliver(to_error(st));
-              // The group is not what was announced: the target fails, the claim
-              // ends, the base stays as it is.
-              fetch(self, target_id, [=](result<record_ptr> t) mutable {
-                auto abort_claim = [=]() mutable {
-                  persist(self,
-                          {claim_phase_event(c, v1::CLAIM_ABORTED,
-                                             "the target's commit failed: " + st.message(),
-                                             self->state.deps.now_ms(), principal)},
-                          [=](status) mutable { rp.deliver(to_error(st)); });
-                };
-                if (!t || !*t || (*t)->availability != v1::IMPORTING) return abort_claim();
-                abort_import abort{target_id, (*t)->metadata_generation, {}, principal,
-                                   cmd.request_id};
-                self->request(self->state.deps.revisions, self->state.deps.timeout, abort)
-                    .await([=](removal_result&) mutable { abort_claim(); },
-                           [=](caf::error&) mutable { abort_claim(); });
-              });
-            });
+            // A refused commit changes nothing: the target stays IMPORTING
+            // under the claim, and a corrected CommitUpsert (or AbortUpsert)
+            // follows.
+            [=](caf::error& err) mutable { rp.deliver(err); });
   });
   return rp;
 }
 
 caf::result<lineage_view> abort(lineage_pointer self, abort_upsert cmd) {
+  const auto& newest = self->state.record().claim;
+  if (!cmd.request_id.empty() && newest && newest->request_id() != cmd.request_id)
+    return to_error({errc::conflict, "lineage " + events::canonical_text(self->state.record().lineage) +
+                                         " has " + claim_text(*newest) + ", not claim '" +
+                                         cmd.request_id + "': only its own request id aborts it"});
   auto claim = claim_named(self, cmd.request_id);
   if (!claim) return to_error(claim.error());
   if (cmd.base.generation != claim->base_generation())

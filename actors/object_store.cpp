@@ -266,8 +266,9 @@ void reserve(store_pointer self, v1::Tier tier, uint64_t bytes, std::function<vo
   auto full = [&](const std::string& why) {
     return status{errc::no_available_space,
                   "the " + tier_name(tier) + " tier cannot fit " + std::to_string(bytes) +
-                      " bytes (used " + std::to_string(used) + ", reserved " +
-                      std::to_string(reserved) + " of " + std::to_string(capacity) + ")" + why +
+                      " bytes (used " + std::to_string(used) + " bytes, reserved " +
+                      std::to_string(reserved) + " bytes of " + std::to_string(capacity) +
+                      " bytes)" + why +
                       "; remove objects, put to another tier, or raise the tier's capacity"};
   };
   if (tier == v1::TIER_COLD || bytes > capacity) return cont(full(""));

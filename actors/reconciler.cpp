@@ -144,6 +144,7 @@ reconcile_report plan_reconcile(const std::map<events::revision_key, revision_vi
   double relief_line = (c.high_watermark - 2 * c.eviction_ratio) * capacity;
   out.pressure = used > high || hot.allocation_failed;
   out.relief = !out.pressure && used < relief_line;
+  out.promotion_headroom_bytes = static_cast<int64_t>(std::max(0.0, relief_line - used));
   auto usage = "HOT tier at " + percent(used / capacity) + " of " +
                std::to_string(hot.capacity_bytes) + " bytes";
 

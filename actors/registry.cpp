@@ -244,6 +244,7 @@ void reconcile_round(reg_pointer self, bool dry_run, std::function<void(reconcil
                                          st.reconciler);
             if (!dry_run) {
               st.allocation_failures_seen = failures;
+              st.deps.promotion_headroom->store(report.promotion_headroom_bytes);
               take(self, report);
               look_at_damaged_groups(self);
             }

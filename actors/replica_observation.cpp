@@ -51,10 +51,11 @@ v1::Envelope availability_event(const events::revision_record& r, v1::Availabili
 
 }  // namespace
 
-std::optional<v1::Envelope> residency_change(const events::revision_record& r,
-                                             const group_snapshot& group, int64_t now_ms) {
-  auto seen = observe(group, r);
-  if (seen.residency == v1::RESIDENCY_ABSENT) return std::nullopt;
+namespace {
+
+/// ResidencyObserved when `seen` differs from the record; nothing otherwise.
+std::optional<v1::Envelope> residency_event(const events::revision_record& r,
+                                            const residency_observation& seen, int64_t now_ms) {
   if (seen.residency == r.residency && seen.hot_ratio == r.observed_hot_ratio) return std::nullopt;
   auto e = revision_envelope(r.id, now_ms, "", "");
   auto* p = e.mutable_residency_observed();
@@ -64,28 +65,56 @@ std::optional<v1::Envelope> residency_change(const events::revision_record& r,
   return e;
 }
 
+}  // namespace
+
+std::optional<v1::Envelope> residency_change(const events::revision_record& r,
+                                             const group_snapshot& group, int64_t now_ms) {
+  auto seen = observe(group, r);
+  if (seen.residency == v1::RESIDENCY_ABSENT) return std::nullopt;
+  return residency_event(r, seen, now_ms);
+}
+
 observation_decision decide_observation(const events::revision_record& r,
                                         const group_snapshot& group, const decide_context& ctx) {
   observation_decision out;
   if (!r.visible()) return out;
   auto unreadable = first_unreadable(r, group);
-  if (!unreadable.empty() && r.availability == v1::READY)
-    out.events.push_back(availability_event(
-        r, v1::DEGRADED, "'" + unreadable + "' has no readable replica", ctx));
-  if (unreadable.empty() && r.availability == v1::DEGRADED)
-    out.events.push_back(availability_event(r, v1::READY, "every member is readable again", ctx));
-  if (r.operation_id || !unreadable.empty()) return out;  // an operation records residency at its end
-
   auto seen = observe(group, r);
-  out.repair = repair_reason(r, group, seen);
-  if (!out.repair.empty()) {
-    auto e = automatic_migration(r, r.residency, r.observed_hot_ratio,
-                                 out.repair + "; re-promoting from COLD", ctx);
-    e.mutable_operation_started()->set_kind(v1::REPAIRING);
-    out.events.push_back(std::move(e));
+  if (!unreadable.empty()) {
+    if (r.availability == v1::READY)
+      out.events.push_back(availability_event(
+          r, v1::DEGRADED, "'" + unreadable + "' has no readable replica", ctx));
+    // The residency counts the readable payloads, ABSENT once none is left
+    // (after DEGRADED: a READY revision is never ABSENT). An operation
+    // records residency at its end.
+    if (!r.operation_id)
+      if (auto e = residency_event(r, seen, ctx.now_ms)) out.events.push_back(std::move(*e));
     return out;
   }
-  if (auto e = residency_change(r, group, ctx.now_ms)) out.events.push_back(std::move(*e));
+  auto ready_again = [&] {
+    if (r.availability == v1::DEGRADED)
+      out.events.push_back(availability_event(r, v1::READY, "every member is readable again", ctx));
+  };
+  if (r.operation_id) {
+    ready_again();
+    return out;
+  }
+  if (r.residency != v1::RESIDENCY_ABSENT) {
+    out.repair = repair_reason(r, group, seen);
+    if (!out.repair.empty()) {
+      auto e = automatic_migration(r, r.residency, r.observed_hot_ratio,
+                                   out.repair + "; re-promoting from COLD", ctx);
+      ready_again();
+      if (!e) return out;  // operation ids exhausted: the repair cannot start
+      e->mutable_operation_started()->set_kind(v1::REPAIRING);
+      out.events.push_back(std::move(*e));
+      return out;
+    }
+  }
+  // The residency first: a revision back from ABSENT turns READY with its new one.
+  if (seen.residency != v1::RESIDENCY_ABSENT)
+    if (auto e = residency_event(r, seen, ctx.now_ms)) out.events.push_back(std::move(*e));
+  ready_again();
   return out;
 }
 

@@ -29,7 +29,8 @@ struct observation_decision {
 };
 
 /// ResidencyObserved when the readable payloads give another residency or
-/// hot ratio than the record has (none for ABSENT: that is DEGRADED's business).
+/// hot ratio than the record has (none for ABSENT: decide_observation records
+/// that, after DEGRADED).
 std::optional<events::v1::Envelope> residency_change(const events::revision_record& r,
                                                      const group_snapshot& group, int64_t now_ms);
 

@@ -269,7 +269,9 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
         auto rp = self->make_response_promise<revision_view>();
         enqueue_decision<revision_view>(
             self, rp,
-            on_record([cmd](auto* r, const auto& ctx) { return decide_update_policy(r, cmd, ctx); }),
+            [cmd](auto* r, const auto& fold, const auto& ctx) {
+              return decide_update_policy(r, fold, cmd, ctx);
+            },
             view_reply);
         return rp;
       },
@@ -382,7 +384,9 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
                     const auto& r = *self->state.record();
                     if (auto st = validate_commit_group(r, normalized, group); !st.ok())
                       return fail(st);
-                    auto events = decide_commit(r, normalized, group, context(self)).events;
+                    auto decided = decide_commit(r, normalized, group, context(self));
+                    if (!decided) return fail(decided.error());
+                    auto events = std::move(decided->events);
                     for (const auto& e : cmd.along) events.push_back(e);
                     persist(self, std::move(events),
                             [=](status s) mutable {
@@ -416,7 +420,7 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
       [=](remove_revision& cmd) {
         auto rp = self->make_response_promise<removal_result>();
         enqueue_multi_step(self, [=](std::function<void()> finished) mutable {
-          auto decided = decide_remove(self->state.record(), cmd, context(self));
+          auto decided = decide_remove(self->state.record(), self->state.local, cmd, context(self));
           if (!decided) {
             rp.deliver(to_error(decided.error()));
             return finished();

@@ -43,6 +43,10 @@ struct revision_deps {
   revision_listener registry;  // receives a revision_view after every change
   std::shared_ptr<std::atomic<uint64_t>> operation_ids;  // last id handed out
   std::shared_ptr<std::atomic<uint64_t>> lease_ids;      // last lease id handed out
+  // reconcile_report::promotion_headroom_bytes of the registry's last round
+  // (INT64_MAX before the first): an access promotion starts only within it.
+  std::shared_ptr<std::atomic<int64_t>> promotion_headroom =
+      std::make_shared<std::atomic<int64_t>>(INT64_MAX);
   std::function<int64_t()> now_ms;
   events::policy default_policy;
   std::chrono::seconds timeout{30};  // per journal / store request

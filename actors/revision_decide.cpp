@@ -54,6 +54,38 @@ status retiring_busy(const revision_record& r) {
                           "leases end, and takes no policy change or migration meanwhile"};
 }
 
+/// "operation 8 (MIGRATING to COLD)": a running operation, for messages.
+std::string operation_text(const events::operation_record& op) {
+  return "operation " + std::to_string(op.id) + " (" + v1::OperationKind_Name(op.kind) + " to " +
+         v1::Residency_Name(op.target) + ")";
+}
+
+/// SPEC §4 «Automatic work never blocks a user»: the operation running on `r`
+/// gives way to a user's `command` (RemoveRevision, UpdatePolicy, Migrate) —
+/// one the system started is cancelled by an event naming the command, to be
+/// persisted before the command's own — or blocks it: BUSY for one a user
+/// started. No operation: nothing to do.
+result<std::vector<v1::Envelope>> give_way(const revision_record& r,
+                                           const events::revision_index& fold,
+                                           const std::string& command,
+                                           const std::string& principal,
+                                           const std::string& request_id,
+                                           const decide_context& ctx) {
+  if (!r.operation_id) return std::vector<v1::Envelope>{};
+  const auto& op = fold.operations.at(r.operation_id);
+  if (!op.automatic)
+    return status{errc::busy, operation_text(op) + " is running on " + name(r.id) +
+                                  "; wait for it or cancel it, then retry"};
+  auto e = revision_envelope(r.id, ctx.now_ms, principal, request_id);
+  auto* p = e.mutable_operation_cancelled();
+  *p->mutable_id() = r.id.to_proto();
+  p->set_operation_id(op.id);
+  p->set_message("cancelled by " + command +
+                 (principal.empty() ? "" : " of '" + principal + "'") +
+                 ": automatic work gives way to a user's command");
+  return std::vector<v1::Envelope>{std::move(e)};
+}
+
 status normalize_policy(events::policy& p, const std::string& field) {
   if (p.preferred == v1::RESIDENCY_UNKNOWN) p.preferred = v1::RESIDENCY_HOT;
   if (p.preferred != v1::RESIDENCY_HOT && p.preferred != v1::RESIDENCY_COLD &&
@@ -92,6 +124,12 @@ v1::OperationStarted operation_toward(const revision_record& r, v1::Residency ta
 v1::OperationStarted migration_toward(const revision_record& r, const events::policy& p,
                                       uint64_t units, const decide_context& ctx) {
   return operation_toward(r, p.preferred, p.mixed_hot_ratio, units, ctx);
+}
+
+/// SPEC §5: ids never wrap; starting an operation after the last id changes nothing.
+status operation_ids_exhausted() {
+  return {errc::generation_exhausted,
+          "operation ids are exhausted: 2^64-1 were handed out and none is ever reused"};
 }
 
 std::string ratio_text(double ratio) {
@@ -299,7 +337,7 @@ status validate_commit_group(const revision_record& r, const commit_import& cmd,
   return {};
 }
 
-decision decide_commit(const revision_record& r, const commit_import& cmd,
+result<decision> decide_commit(const revision_record& r, const commit_import& cmd,
                        const group_snapshot& group, const decide_context& ctx) {
   auto digest = request_digest("CommitImport", {cmd.manifest.manifest_sha256,
                                                 cmd.manifest.payload_keys_sha256});
@@ -319,8 +357,10 @@ decision decide_commit(const revision_record& r, const commit_import& cmd,
   // Initial convergence toward COLD or MIXED (MIXED always: the planner picks
   // the units); a HOT revision with spilled members is promoted on relief.
   bool there = r.policy.preferred == v1::RESIDENCY_COLD && seen.residency == v1::RESIDENCY_COLD;
-  if (r.policy.preferred != v1::RESIDENCY_HOT && !there)
+  if (r.policy.preferred != v1::RESIDENCY_HOT && !there) {
     *p->mutable_operation() = migration_toward(ready, r.policy, units, ctx);
+    if (p->operation().operation_id() == 0) return operation_ids_exhausted();
+  }
   return decision{{std::move(e)}};
 }
 
@@ -375,7 +415,8 @@ decision decide_abandon(const revision_record& r, int64_t last_put_ms,
 
 // ------------------------------------------------------------ UpdatePolicy
 
-result<decision> decide_update_policy(const revision_record* current, const update_policy& cmd,
+result<decision> decide_update_policy(const revision_record* current,
+                                      const events::revision_index& fold, const update_policy& cmd,
                                       const decide_context& ctx) {
   auto policy = cmd.policy;
   if (auto st = normalize_policy(policy, "policy"); !st.ok()) return st;
@@ -391,13 +432,12 @@ result<decision> decide_update_policy(const revision_record* current, const upda
   if (current->retiring()) return retiring_busy(*current);
   if (current->draining())
     return status{errc::not_ready, name(cmd.id) + " is being removed (its leases are draining)"};
-  if (current->operation_id)
-    return status{errc::busy, "operation " + std::to_string(current->operation_id) +
-                                  " is running on " + name(cmd.id) +
-                                  "; wait for it or cancel it, then retry"};
+  auto cancelled = give_way(*current, fold, "UpdatePolicy", cmd.principal, cmd.request_id, ctx);
+  if (!cancelled) return cancelled.error();
   if (auto st = mixed_needs_units(policy, current->affinity_units, "its payloads form");
       !st.ok())
     return st;
+  decision d{std::move(*cancelled)};
   auto e = revision_envelope(cmd.id, ctx.now_ms, cmd.principal, cmd.request_id);
   auto* p = e.mutable_policy_updated();
   *p->mutable_id() = cmd.id.to_proto();
@@ -407,9 +447,12 @@ result<decision> decide_update_policy(const revision_record* current, const upda
                   (current->residency != policy.preferred ||
                    (policy.preferred == v1::RESIDENCY_MIXED &&
                     current->observed_hot_ratio != policy.mixed_hot_ratio));
-  if (converge && current->residency != policy.preferred)
+  if (converge && current->residency != policy.preferred) {
     *p->mutable_operation() = migration_toward(*current, policy, current->affinity_units, ctx);
-  return decision{{std::move(e)}};
+    if (p->operation().operation_id() == 0) return operation_ids_exhausted();
+  }
+  d.events.push_back(std::move(e));
+  return d;
 }
 
 // ----------------------------------------------------------------- Migrate
@@ -454,19 +497,19 @@ result<decision> decide_migrate(const revision_record* current, const events::re
     return status{errc::policy_unsatisfiable,
                   name(cmd.id) + " is PINNED: it does not migrate after its initial "
                                  "convergence; set its mode to MANUAL or AUTO first"};
-  if (current->operation_id) {
-    const auto& op = fold.operations.at(current->operation_id);
-    if (op.target == cmd.target && op.target_hot_ratio == ratio) return decision{};  // the same one
-    return status{errc::busy, "operation " + std::to_string(op.id) + " (" +
-                                  v1::OperationKind_Name(op.kind) + " to " +
-                                  v1::Residency_Name(op.target) + ") is running on " +
-                                  name(cmd.id) + "; wait for it or cancel it, then retry"};
-  }
+  // The fence first: a stale generation is refused whatever is running.
   auto digest = request_digest("Migrate", {std::to_string(cmd.target), ratio_text(ratio)});
   bool retry = false;
   if (auto st = check_generation(*current, cmd.expected_generation, digest, retry); !st.ok())
     return st;
   if (retry) return decision{};
+  if (current->operation_id) {
+    const auto& op = fold.operations.at(current->operation_id);
+    if (!op.automatic && op.target == cmd.target && op.target_hot_ratio == ratio)
+      return decision{};  // a user's migration there is running: the same one
+  }
+  auto cancelled = give_way(*current, fold, "Migrate", cmd.principal, cmd.request_id, ctx);
+  if (!cancelled) return cancelled.error();
   if (current->draining())
     return status{errc::not_ready, name(cmd.id) + " is being removed (its leases are draining)"};
   if (cmd.target == v1::RESIDENCY_MIXED)
@@ -474,21 +517,23 @@ result<decision> decide_migrate(const revision_record* current, const events::re
                                     current->affinity_units, "its payloads form");
         !st.ok())
       return st;
+  decision d{std::move(*cancelled)};
   auto e = revision_envelope(cmd.id, ctx.now_ms, cmd.principal, cmd.request_id);
   auto* p = e.mutable_operation_started();
   *p = operation_toward(*current, cmd.target, ratio, current->affinity_units, ctx);
-  if (p->operation_id() == 0)
-    return status{errc::generation_exhausted,
-                  "operation ids are exhausted: 2^64-1 were handed out and none is ever reused"};
+  if (p->operation_id() == 0) return operation_ids_exhausted();
   p->set_request_digest(digest);
-  return decision{{std::move(e)}};
+  d.events.push_back(std::move(e));
+  return d;
 }
 
-v1::Envelope automatic_migration(const revision_record& r, v1::Residency target, double ratio,
-                                 const std::string& reason, const decide_context& ctx) {
+std::optional<v1::Envelope> automatic_migration(const revision_record& r, v1::Residency target,
+                                                double ratio, const std::string& reason,
+                                                const decide_context& ctx) {
   auto e = revision_envelope(r.id, ctx.now_ms, "", "");
   auto* p = e.mutable_operation_started();
   *p = operation_toward(r, target, ratio, r.affinity_units, ctx);
+  if (p->operation_id() == 0) return std::nullopt;  // ids exhausted: nothing automatic starts
   p->set_automatic(true);
   p->set_reason(reason);
   return e;
@@ -503,7 +548,9 @@ decision decide_auto_migrate(const revision_record* current, const auto_migrate&
   if (demotion && !live_leases(*current, ctx.now_ms).empty()) return {};  // a reader came
   if (cmd.target == current->residency && cmd.target != v1::RESIDENCY_MIXED) return {};
   if (cmd.target == v1::RESIDENCY_MIXED && current->affinity_units < 2) return {};
-  return decision{{automatic_migration(*current, cmd.target, cmd.mixed_hot_ratio, cmd.reason, ctx)}};
+  auto e = automatic_migration(*current, cmd.target, cmd.mixed_hot_ratio, cmd.reason, ctx);
+  if (!e) return {};
+  return decision{{std::move(*e)}};
 }
 
 // ------------------------------------------------------------- retirement
@@ -542,7 +589,8 @@ result<decision> decide_retire(const revision_record* current, const retire_revi
 
 // ---------------------------------------------------------- RemoveRevision
 
-result<decision> decide_remove(const revision_record* current, const remove_revision& cmd,
+result<decision> decide_remove(const revision_record* current,
+                               const events::revision_index& fold, const remove_revision& cmd,
                                const decide_context& ctx) {
   if (cmd.drain_timeout_ms < 0)
     return status{errc::invalid_argument, "drain_timeout_ms must not be negative"};
@@ -556,17 +604,23 @@ result<decision> decide_remove(const revision_record* current, const remove_revi
   bool retry = false;
   if (auto st = check_generation(*current, cmd.expected_generation, digest, retry); !st.ok())
     return st;
-  if (current->operation_id)
-    return status{errc::busy, "operation " + std::to_string(current->operation_id) +
-                                  " is running on " + name(cmd.id) +
-                                  "; wait for it or cancel it, then retry"};
+  // BUSY names every blocker: a user's operation and the live leases.
   bool leased = !live_leases(*current, ctx.now_ms).empty();
+  auto cancelled = give_way(*current, fold, "RemoveRevision", cmd.principal, cmd.request_id, ctx);
+  if (!cancelled && leased && cmd.drain_timeout_ms == 0)
+    return status{errc::busy, cancelled.error().message() + "; and " + name(cmd.id) + " has " +
+                                  lease_blockers(*current, ctx.now_ms) +
+                                  "; retry after the operation ends and the leases are released"};
+  if (!cancelled) return cancelled.error();
   if (leased && cmd.drain_timeout_ms == 0)
     return status{errc::busy, name(cmd.id) + " has " + lease_blockers(*current, ctx.now_ms) +
                                   "; retry after they are released, or pass drain_timeout_ms "
                                   "to delete once they drain"};
-  decision d;
-  if (!leased) d.events = expire_lapsed(*current, ctx);  // a delete leaves no lease behind
+  decision d{std::move(*cancelled)};
+  if (!leased) {  // a delete leaves no lease behind
+    auto lapsed = expire_lapsed(*current, ctx);
+    d.events.insert(d.events.end(), lapsed.begin(), lapsed.end());
+  }
   auto e = revision_envelope(cmd.id, ctx.now_ms, cmd.principal, cmd.request_id);
   auto* p = e.mutable_removal_started();
   *p->mutable_id() = cmd.id.to_proto();

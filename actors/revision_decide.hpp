@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "actors/actors.hpp"
@@ -19,6 +20,9 @@ struct decide_context {
   events::policy default_policy;            // when a BeginImport names none
   std::function<uint64_t()> next_operation_id;  // monotonic, never reused; 0 = exhausted
   std::function<uint64_t()> next_lease_id;      // monotonic, never reused; 0 = exhausted
+  // Hot bytes an access promotion may add (SPEC §4: it starts only when its
+  // extra hot bytes fit under the relief line); INT64_MAX: no limit known.
+  int64_t promotion_headroom_bytes = INT64_MAX;
 };
 
 /// What a command decided: events to persist (all or none), or none at all —
@@ -50,8 +54,9 @@ status validate_commit_group(const events::revision_record& r, const commit_impo
                              const group_snapshot& group);
 
 /// CommitImport, step 3: the events (READY + HOT; an operation toward the
-/// preferred residency when it is not HOT).
-decision decide_commit(const events::revision_record& r, const commit_import& cmd,
+/// preferred residency when it is not HOT); GENERATION_EXHAUSTED when that
+/// operation would need an id after the last.
+result<decision> decide_commit(const events::revision_record& r, const commit_import& cmd,
                        const group_snapshot& group, const decide_context& ctx);
 
 /// keys_to_remove as AbortImport uses them: empty strings dropped, duplicates
@@ -66,7 +71,11 @@ result<decision> decide_abort(const events::revision_record* current, const abor
 decision decide_abandon(const events::revision_record& r, int64_t last_put_ms,
                         std::chrono::milliseconds abandon, const decide_context& ctx);
 
+/// UpdatePolicy, Migrate and RemoveRevision cancel an automatic operation
+/// (an event naming the command, first in the decision) and are BUSY for one
+/// a user started (SPEC §4 «Automatic work never blocks a user»).
 result<decision> decide_update_policy(const events::revision_record* current,
+                                      const events::revision_index& fold,
                                       const update_policy& cmd, const decide_context& ctx);
 
 /// Retirement of an upsert's base: the running operation cancelled, then
@@ -75,7 +84,8 @@ result<decision> decide_update_policy(const events::revision_record* current,
 result<decision> decide_retire(const events::revision_record* current,
                                const retire_revision& cmd, const decide_context& ctx);
 
-result<decision> decide_remove(const events::revision_record* current, const remove_revision& cmd,
+result<decision> decide_remove(const events::revision_record* current,
+                               const events::revision_index& fold, const remove_revision& cmd,
                                const decide_context& ctx);
 
 /// Migrate (SPEC §4): an OperationStarted toward the target, or nothing when
@@ -90,10 +100,12 @@ result<decision> decide_migrate(const events::revision_record* current,
 decision decide_auto_migrate(const events::revision_record* current, const auto_migrate& cmd,
                              const decide_context& ctx);
 
-/// An automatic OperationStarted toward `target` (no generation change).
-events::v1::Envelope automatic_migration(const events::revision_record& r,
-                                         events::v1::Residency target, double ratio,
-                                         const std::string& reason, const decide_context& ctx);
+/// An automatic OperationStarted toward `target` (no generation change);
+/// nothing once operation ids are exhausted.
+std::optional<events::v1::Envelope> automatic_migration(const events::revision_record& r,
+                                                        events::v1::Residency target, double ratio,
+                                                        const std::string& reason,
+                                                        const decide_context& ctx);
 
 /// HOT > MIXED > COLD: how much of a revision memory holds.
 int warmth(events::v1::Residency residency);

@@ -23,7 +23,7 @@ uint64_t next_id(std::atomic<uint64_t>& ids) {
 decide_context context(rev_pointer self) {
   auto& d = self->state.deps;
   return {d.now_ms(), d.default_policy, [ids = d.operation_ids] { return next_id(*ids); },
-          [ids = d.lease_ids] { return next_id(*ids); }};
+          [ids = d.lease_ids] { return next_id(*ids); }, d.promotion_headroom->load()};
 }
 
 namespace {

@@ -177,8 +177,4 @@ upsert_next next_upsert_step(const events::upsert_claim& c, const events::revisi
   }
 }
 
-bool fails_the_target(const status& commit_error) {
-  return commit_error.code() == errc::conflict;
-}
-
 }  // namespace weightd::actors

@@ -61,11 +61,6 @@ upsert_next next_upsert_step(const events::upsert_claim& claim,
                              const events::revision_record* base,
                              const events::revision_record* target);
 
-/// A CommitUpsert whose commit failed like this has a failed target: the
-/// group is not what was announced (CONFLICT). Missing members (NOT_FOUND),
-/// unreadable ones (NOT_READY), a stale fence, bad input or an unreachable
-/// journal leave the claim as it is, for the client to retry.
-bool fails_the_target(const status& commit_error);
 
 /// "PUT_FIRST claim 'r1' (generation 3 -> 4, IMPORTING_TARGET)": for messages.
 std::string claim_text(const events::upsert_claim& claim);

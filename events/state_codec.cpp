@@ -167,6 +167,10 @@ result<store_state> decode_state(std::string_view bytes) {
     o.processed_bytes = p.processed_bytes();
     o.total_bytes = p.total_bytes();
     o.cursor = p.cursor();
+    // Checked before the cast: a uint8_t would wrap 256 to "running".
+    if (p.state() > static_cast<uint32_t>(operation_state::cancelled))
+      return status{errc::data_loss, "the state snapshot gives operation " + std::to_string(o.id) +
+                                         " the state " + std::to_string(p.state())};
     o.state = static_cast<operation_state>(p.state());
     o.message = p.message();
     o.started_at_ms = p.started_at_ms();
@@ -239,6 +243,8 @@ status check_snapshot(const store_state& state) {
     if (!v1::OperationKind_IsValid(op.kind) || op.kind == v1::OPERATION_KIND_UNSPECIFIED)
       return bad(name + " has kind " + std::to_string(op.kind));
     if (!v1::Residency_IsValid(op.target)) return bad(name + " has target " + std::to_string(op.target));
+    if (op.state > operation_state::cancelled)
+      return bad(name + " has state " + std::to_string(static_cast<unsigned>(op.state)));
     if (!is_fraction(op.target_hot_ratio)) return bad(name + " has a hot ratio outside [0, 1]");
     const auto* r = index.find(op.revision);
     if (!r) return bad(name + " belongs to no revision");

@@ -129,9 +129,11 @@ TEST_CASE_FIXTURE(migration_fixture, "migrate: the same target returns the activ
   auto first = migrate(rid, generation(rid), v1::RESIDENCY_COLD);
   REQUIRE(first.ok());
   sched.run();
-  auto again = migrate(rid, 0, v1::RESIDENCY_COLD);
+  auto again = migrate(rid, generation(rid), v1::RESIDENCY_COLD);
   REQUIRE(again.ok());
   CHECK(again->id == first->id);
+  // The fence holds first (SPEC §4): 0 is not "don't check" for Migrate.
+  CHECK(migrate(rid, 0, v1::RESIDENCY_COLD).error().code() == errc::stale_generation);
   auto other = migrate(rid, generation(rid), v1::RESIDENCY_HOT);
   CHECK(other.error().code() == errc::busy);
   CHECK(mentions(other.error(), "operation " + std::to_string(first->id)));

@@ -218,7 +218,7 @@ TEST_CASE_FIXTURE(auto_fixture, "reconciler: dry_run reports the next round's de
   CHECK(events_of_type("operation_started").size() == 1);
 }
 
-TEST_CASE_FIXTURE(auto_fixture, "reconciler: a HOT tier with room for one of three models keeps the most recently leased one HOT") {
+TEST_CASE_FIXTURE(auto_fixture, "reconciler: a leased model that cannot fit under the relief line waits COLD, without an operation, and is promoted once room appears") {
   ready(id("a"), 2, 2'000);
   pass_time(1'000);
   ready(id("b"), 2, 2'000);
@@ -228,9 +228,16 @@ TEST_CASE_FIXTURE(auto_fixture, "reconciler: a HOT tier with room for one of thr
   auto lease = acquire(id("c"), "server", 3'600'000);
   REQUIRE(lease.ok());
   for (int i = 0; i < 120; ++i) pass_time(1'000);  // rounds, migrations, cooldowns
-  CHECK(get_rev(id("c"))->record.residency == v1::RESIDENCY_HOT);
+  // SPEC §4: an access promotion starts only when its extra hot bytes fit
+  // under the relief line; nothing automatic runs on c meanwhile.
+  CHECK(get_rev(id("c"))->record.residency != v1::RESIDENCY_HOT);
+  CHECK(get_rev(id("c"))->record.operation_id == 0);
   CHECK(hot_used() <= 9'000);
-  for (const auto& r : {id("a"), id("b"), id("c")}) {
+  REQUIRE(remove_rev(id("b"), get_rev(id("b"))->record.metadata_generation).ok());
+  for (int i = 0; i < 60; ++i) pass_time(1'000);
+  CHECK(get_rev(id("c"))->record.residency == v1::RESIDENCY_HOT);  // relief: the recent reader first
+  CHECK(hot_used() <= 9'000);
+  for (const auto& r : {id("a"), id("c")}) {
     auto v = get_rev(r);
     CHECK(v->record.availability == v1::READY);
     CHECK(v->record.residency != v1::RESIDENCY_ABSENT);

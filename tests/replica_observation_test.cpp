@@ -90,12 +90,34 @@ TEST_CASE_FIXTURE(observation_fixture, "observe: a payload whose only replica wa
   CHECK(live_revisions() == folded_revisions());
 }
 
+TEST_CASE_FIXTURE(observation_fixture, "observe: when every payload lost its only replica the revision is DEGRADED and ABSENT") {
+  auto rid = id();
+  auto [v, u] = ready(rid, 2, 1000);
+  stop();
+  for (const auto& key : u.keys) std::filesystem::remove(replica_path(v1::TIER_HOT, key));
+  start();
+  reconcile_rounds();
+  auto r = get_rev(rid)->record;
+  CHECK(r.availability == v1::DEGRADED);
+  CHECK(r.residency == v1::RESIDENCY_ABSENT);  // over the readable payloads: none
+  CHECK(r.observed_hot_ratio == 0);
+  reconcile_rounds();
+  CHECK(events_of_type("residency_observed").size() == 1);  // unchanged: no more events
+  CHECK(live_revisions() == folded_revisions());
+}
+
 TEST_CASE_FIXTURE(observation_fixture, "observe: REPAIRING re-promotes from COLD when a HOT replica vanished") {
   auto rid = id();
   auto [v, u] = hot_with_cold_copies(rid, 3, 1000);
-  stop();
-  std::filesystem::remove(replica_path(v1::TIER_HOT, u.keys[1]));
-  start();
+  SUBCASE("at a restart") {
+    stop();
+    std::filesystem::remove(replica_path(v1::TIER_HOT, u.keys[1]));
+    start();
+  }
+  SUBCASE("behind the running daemon's back: the scrub finds it") {
+    std::filesystem::remove(replica_path(v1::TIER_HOT, u.keys[1]));
+    scrub_round();
+  }
   reconcile_rounds();
   auto r = get_rev(rid)->record;
   CHECK(r.availability == v1::READY);  // COLD kept it readable
@@ -157,9 +179,11 @@ TEST_CASE("observe: a DEGRADED revision whose members are all readable again is 
   CHECK(actors::decide_observation(r, g, ctx).events.empty());  // unchanged: nothing
   g.members = {manifest};  // the payload is gone from the store
   auto gone = actors::decide_observation(r, g, ctx);
-  REQUIRE(gone.events.size() == 1);
+  REQUIRE(gone.events.size() == 2);
   CHECK(gone.events[0].availability_observed().availability() == v1::DEGRADED);
   CHECK(gone.events[0].availability_observed().reason().find("'a'") != std::string::npos);
+  // Then the residency over the readable payloads: none, ABSENT.
+  CHECK(gone.events[1].residency_observed().residency() == v1::RESIDENCY_ABSENT);
 }
 
 // ------------------------------------------------------------------- scrub

@@ -65,13 +65,13 @@ TEST_CASE("decide: a retried policy update is recognised by its digest") {
   c->set_affinity_units(2);
   REQUIRE(events::evolve_revisions(index, e).ok());
   update_policy cmd{rid(), 2, {v1::RESIDENCY_HOT, 0.3, v1::MIGRATION_MANUAL}, "", ""};
-  apply(index, decide_update_policy(index.find(rid()), cmd, ctx()), seq);
+  apply(index, decide_update_policy(index.find(rid()), index, cmd, ctx()), seq);
   CHECK(index.find(rid())->metadata_generation == 3);
-  auto retry = decide_update_policy(index.find(rid()), cmd, ctx());  // expected 2 = current - 1
+  auto retry = decide_update_policy(index.find(rid()), index, cmd, ctx());  // expected 2 = current - 1
   REQUIRE(retry.ok());
   CHECK_FALSE(retry->changes());
   update_policy different{rid(), 2, {v1::RESIDENCY_HOT, 0.4, v1::MIGRATION_MANUAL}, "", ""};
-  CHECK(decide_update_policy(index.find(rid()), different, ctx()).error().code() ==
+  CHECK(decide_update_policy(index.find(rid()), index, different, ctx()).error().code() ==
         errc::stale_generation);
 }
 

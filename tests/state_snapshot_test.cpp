@@ -161,6 +161,12 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with an operation kind out o
   }, "kind 255");
 }
 
+TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with an operation state out of range is skipped") {
+  check_skipped(*this, [](events::store_state& s) {
+    s.revisions.operations.begin()->second.state = static_cast<events::operation_state>(255);
+  }, "state 255");
+}
+
 TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with a non-canonical group id or manifest key is skipped") {
   check_skipped(*this, [&](events::store_state& s) {
     s.revisions.revisions.at(id("a")).payload_group_id = "weight:elsewhere";

@@ -263,23 +263,32 @@ TEST_CASE_FIXTURE(upsert_fixture,
 }
 
 TEST_CASE_FIXTURE(upsert_fixture,
-                  "upsert: a failed target aborts the claim and leaves the base untouched") {
+                  "upsert: a CommitUpsert refused with CONFLICT changes nothing; the right commit "
+                  "then succeeds") {
   auto [base, u] = ready(gen(1), kCount, kSize);
   REQUIRE(begin_up(gen(1), base.record.metadata_generation, 2, "f").ok());
   auto up = put_revision(gen(2), kCount, kSize);
+  auto right = up.manifest.manifest_sha256;
   up.manifest.manifest_sha256 = std::string(64, 'a');  // not the manifest's digest
-  auto failed = commit_up(gen(2), "f", get_rev(gen(2), true)->record.metadata_generation, up);
+  auto target_before = get_rev(gen(2), true)->record;
+  auto failed = commit_up(gen(2), "f", target_before.metadata_generation, up);
   REQUIRE_FALSE(failed.ok());
   CHECK(failed.error().code() == errc::conflict);
-  CHECK(phase(gen(1)) == v1::CLAIM_ABORTED);
+  CHECK(phase(gen(1)) == v1::CLAIM_IMPORTING_TARGET);
   auto b = get_rev(gen(1));
   REQUIRE(b.ok());
   CHECK(b->record.availability == v1::READY);
   CHECK(b->record.retired_by.empty());
   CHECK(b->record.metadata_generation == base.record.metadata_generation);
-  CHECK(get_rev(gen(2), true)->record.availability == v1::DELETED);
+  auto target_after = get_rev(gen(2), true)->record;
+  CHECK(target_after.availability == v1::IMPORTING);
+  CHECK(target_after.metadata_generation == target_before.metadata_generation);
   CHECK(lineage(gen(1))->watermark == 1);
   CHECK(acquire(gen(1), "reader").ok());
+  up.manifest.manifest_sha256 = right;
+  auto committed = commit_up(gen(2), "f", target_after.metadata_generation, up);
+  REQUIRE_MESSAGE(committed.ok(), committed.error().to_string());
+  CHECK(phase(gen(1)) == v1::CLAIM_RETIRING_BASE);
   check_live_equals_fold(gen(1));
   check_journal_verifies();
 }
@@ -300,7 +309,8 @@ TEST_CASE_FIXTURE(upsert_fixture,
   CHECK(aborted->claim->phase == v1::CLAIM_ABORTED);
   CHECK(get_rev(gen(2), true)->record.availability == v1::DELETED);
   CHECK(abort_up(gen(1), "x").ok());  // idempotent
-  CHECK(abort_up(gen(1), "nope").error().code() == errc::not_found);
+  // A claim exists and it is not "nope"'s: CONFLICT, not NOT_FOUND.
+  CHECK(abort_up(gen(1), "nope").error().code() == errc::conflict);
 
   REQUIRE(begin_up(gen(1), base.record.metadata_generation, 3, "y").ok());
   auto up3 = put_revision(gen(3), kCount, kSize);

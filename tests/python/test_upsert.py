@@ -314,9 +314,10 @@ def test_a_put_that_fails_after_the_claim_aborts_it(client, rid, model_dir, monk
     assert client.get_revision(id=rid + "#1").retired_by == ""
 
 
-def test_a_commit_the_daemon_refuses_aborts_the_claim_by_itself(client, rid, model_dir):
-    # Raw RPCs, no AbortUpsert: the daemon must end the claim when the commit
-    # finds the group not what BeginUpsert announced.
+def test_a_commit_the_daemon_refuses_changes_nothing_and_the_right_one_succeeds(
+        client, rid, model_dir):
+    # Raw RPCs: a CommitUpsert refused with CONFLICT (the group is not what
+    # the commit says) leaves the claim and its IMPORTING target as they were.
     weightd.weight_put(model_dir, rid, client=client)
     base, target = client.id(rid + "#1"), client.id(rid + "#2")
     files = transfer.model_files(model_dir)
@@ -332,11 +333,15 @@ def test_a_commit_the_daemon_refuses_aborts_the_claim_by_itself(client, rid, mod
         client.commit_upsert(target=target, request_id=request_id, commit=commit)
     after = lineage(client, rid)
     assert (after.watermark, after.claim.request_id, after.claim.phase) == (
-        1, request_id, "ABORTED")
+        1, request_id, "IMPORTING_TARGET")
+    assert client.get_revision(id=target, include_hidden=True).availability == ev.IMPORTING
     view = client.get_revision(id=base)
     assert (view.availability, view.retired_by) == (ev.READY, "")
     with weightd.weight_get(rid, client=client) as rev:
         assert rev.id.weight_generation == 1
+    commit.manifest.payload_count -= 1
+    client.commit_upsert(target=target, request_id=request_id, commit=commit)
+    assert lineage(client, rid).claim.phase in ("RETIRING_BASE", "DELETING_BASE", "COMPLETED")
 
 
 def test_weight_upsert_waits_for_a_delete_first_base_still_being_deleted(
