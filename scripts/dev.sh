@@ -31,6 +31,8 @@ PACKAGES=(
   python3-grpcio python3-protobuf python3-pytest python3-numpy
   # The security tests make their TLS certificates with openssl.
   openssl
+  # The metrics test checks /metrics with promtool.
+  prometheus
 )
 # Only the benchmarks need these: lease_bench compares with etcd 3.4.
 BENCH_PACKAGES=(etcd-server)

@@ -175,6 +175,18 @@ TEST_CASE("cli security: a public --listen without a tokens file and TLS does no
   auto r = run_command(std::string{WEIGHTD_DAEMON} + " --data-dir " + (dir.path() / "var").string() +
                        " --hot-dir " + (dir.path() / "hot").string() +
                        " --listen 0.0.0.0:0 --http-listen 127.0.0.1:0 2>&1");
-  CHECK(r.exit_code != 0);
+  CHECK(r.exit_code == 64);  // a configuration error, like every other (README)
   CHECK(r.output.find("--auth-tokens-file and --tls-cert-file/--tls-key-file") != std::string::npos);
+}
+
+TEST_CASE("cli security: a group-readable tokens file is a configuration error: exit 64 naming it") {
+  temp_dir dir;
+  write_file(dir.path() / "tokens.csv", "some-token-0123456789,bob,acme,writer\n");
+  ::chmod((dir.path() / "tokens.csv").c_str(), 0640);
+  auto r = run_command(std::string{WEIGHTD_DAEMON} + " --data-dir " + (dir.path() / "var").string() +
+                       " --hot-dir " + (dir.path() / "hot").string() +
+                       " --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --auth-tokens-file " +
+                       (dir.path() / "tokens.csv").string() + " 2>&1");
+  CHECK(r.exit_code == 64);
+  CHECK(r.output.find("--auth-tokens-file") != std::string::npos);
 }

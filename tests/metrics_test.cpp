@@ -79,6 +79,22 @@ struct scraped_node {
   }
 };
 
+/// A Put of `key` announced as `size` bytes with only `sent` of them written.
+std::unique_ptr<grpc::ClientWriter<v1::PutRequest>> half_sent_put(v1::ObjectService::Stub& objects,
+                                                                  grpc::ClientContext& ctx,
+                                                                  v1::PutResponse& resp,
+                                                                  const std::string& key,
+                                                                  uint64_t size, size_t sent) {
+  auto writer = objects.Put(&ctx, &resp);
+  v1::PutRequest msg;
+  msg.mutable_header()->set_key(key);
+  msg.mutable_header()->set_size(size);
+  REQUIRE(writer->Write(msg));
+  msg.set_chunk(std::string(sent, 'x'));
+  REQUIRE(writer->Write(msg));
+  return writer;
+}
+
 /// The exposition rules a scraper relies on, checked line by line: "" when
 /// they hold, else the first broken one and why.
 std::string exposition_problem(const std::string& text, std::map<std::string, std::string>* types) {
@@ -282,16 +298,56 @@ TEST_CASE("metrics: each RPC has a latency histogram in seconds, buckets from 10
 }
 
 TEST_CASE("metrics: /metrics passes promtool check metrics") {
-  if (!std::filesystem::exists("/usr/bin/promtool")) {
-    MESSAGE("skipped: /usr/bin/promtool is not installed (Debian package prometheus)");
-    return;
-  }
+  // scripts/dev.sh installs Debian's prometheus package for promtool.
+  REQUIRE_MESSAGE(std::filesystem::exists("/usr/bin/promtool"),
+                  "/usr/bin/promtool is missing: apt-get install prometheus (scripts/dev.sh deps)");
   scraped_node s;
   temp_dir out;
   write_file(out.path() / "metrics.txt", s.scrape());
   auto check = run_command("/usr/bin/promtool check metrics < " + (out.path() / "metrics.txt").string());
   CHECK_MESSAGE(check.exit_code == 0, check.output);
   CHECK_MESSAGE(check.output == "", check.output);  // lint findings are printed, too
+}
+
+TEST_CASE("metrics: a call the client cancelled is code=\"CANCELLED\"; no label is a raw number") {
+  scraped_node s;
+  auto channel = grpc::CreateChannel(s.node.address(), grpc::InsecureChannelCredentials());
+  auto objects = v1::ObjectService::NewStub(channel);
+  v1::PutHeader h;
+  h.set_key("large");
+  REQUIRE(put_stream(*objects, h, std::string(24 << 20, 'x')).ok());
+  {  // an export interrupted after its first chunk
+    grpc::ClientContext ctx;
+    v1::GetRequest get;
+    get.set_key("large");
+    auto reader = objects->Get(&ctx, get);
+    v1::GetResponse msg;
+    REQUIRE(reader->Read(&msg));
+    ctx.TryCancel();
+    while (reader->Read(&msg)) {
+    }
+    CHECK(reader->Finish().error_code() == grpc::StatusCode::CANCELLED);
+  }
+  {  // an import whose client went away in the middle of a put
+    grpc::ClientContext ctx;
+    v1::PutResponse resp;
+    auto writer = half_sent_put(*objects, ctx, resp, "cut-short", 8 << 20, 1 << 20);
+    ctx.TryCancel();
+    writer->Finish();
+  }
+  std::string text;
+  for (int i = 0; i < 100; ++i) {  // the server records a call as it ends
+    text = s.scrape();
+    if (text.find(R"(rpc="Put",code="CANCELLED")") != std::string::npos &&
+        text.find(R"(rpc="Get",code="CANCELLED")") != std::string::npos)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(text.find(R"(weightd_requests_total{rpc="Get",code="CANCELLED"} 1)") != std::string::npos);
+  CHECK(text.find(R"(weightd_requests_total{rpc="Put",code="CANCELLED"} 1)") != std::string::npos);
+  CHECK(text.find(R"(code="GRPC_)") == std::string::npos);
+  CHECK(text.find(R"(rpc="Get",code="INTERNAL")") == std::string::npos);
+  CHECK(text.find(R"(rpc="Put",code="INVALID_ARGUMENT")") == std::string::npos);
 }
 
 TEST_CASE("health: grpc.health.v1.Health/Check answers SERVING while the node is healthy, NOT_SERVING once a core actor stopped") {
@@ -375,13 +431,7 @@ TEST_CASE("shutdown: a Put in flight at SIGTERM gets its status (not a hang), no
   auto objects = v1::ObjectService::NewStub(channel);
   grpc::ClientContext ctx;
   v1::PutResponse resp;
-  auto writer = objects->Put(&ctx, &resp);
-  v1::PutRequest msg;
-  msg.mutable_header()->set_key("half-sent");
-  msg.mutable_header()->set_size(1 << 20);
-  REQUIRE(writer->Write(msg));
-  msg.set_chunk(std::string(4096, 'x'));
-  REQUIRE(writer->Write(msg));
+  auto writer = half_sent_put(*objects, ctx, resp, "half-sent", 1 << 20, 4096);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // reserved, streaming
   int stopped = d.stop();
   auto st = writer->Finish();

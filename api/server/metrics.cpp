@@ -19,18 +19,47 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
+/// gRPC's own name of a status code ("DEADLINE_EXCEEDED"): a metric label
+/// is a name, never a raw number.
+std::string grpc_code_name(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "UNKNOWN";
+  }
+}
+
 class metrics_interceptor_impl final : public grpc::experimental::Interceptor {
  public:
-  metrics_interceptor_impl(std::string rpc, std::shared_ptr<rpc_metrics> metrics)
-      : rpc_(std::move(rpc)), metrics_(std::move(metrics)) {}
+  metrics_interceptor_impl(std::string rpc, std::shared_ptr<rpc_metrics> metrics,
+                           grpc::ServerContextBase* context)
+      : rpc_(std::move(rpc)), metrics_(std::move(metrics)), context_(context) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      // A call the client cancelled (an interrupted transfer) is CANCELLED,
+      // whatever the handler answered to its broken stream.
       std::string code = "OK";
       if (auto* trailers = methods->GetSendTrailingMetadata())
         if (auto it = trailers->find(kErrorMetadata); it != trailers->end()) code = it->second;
       auto st = methods->GetSendStatus();
-      if (code == "OK" && !st.ok()) code = "GRPC_" + std::to_string(st.error_code());
+      if (code == "OK" && !st.ok()) code = grpc_code_name(st.error_code());
+      if (context_ && context_->IsCancelled()) code = "CANCELLED";
       metrics_->record(rpc_, code, std::chrono::duration<double>(
                                        std::chrono::steady_clock::now() - start_).count());
     }
@@ -40,6 +69,7 @@ class metrics_interceptor_impl final : public grpc::experimental::Interceptor {
  private:
   std::string rpc_;
   std::shared_ptr<rpc_metrics> metrics_;
+  grpc::ServerContextBase* context_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
@@ -49,7 +79,8 @@ class metrics_factory final : public grpc::experimental::ServerInterceptorFactor
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
     std::string method = info->method();  // "/weightd.v1.WeightService/BeginImport"
-    return new metrics_interceptor_impl(method.substr(method.rfind('/') + 1), metrics_);
+    return new metrics_interceptor_impl(method.substr(method.rfind('/') + 1), metrics_,
+                                        info->server_context());
   }
 
  private:

@@ -127,10 +127,10 @@ int main(int argc, char** argv) {
                             config.max_puts_per_tenant};
   server_options.local_reads = config.local_reads;
   auto auth = api::authenticator::open(config.auth_tokens_file);
-  if (!auth) {
+  if (!auth) {  // the tokens file named by the configuration: a configuration error
     spdlog::error("weightd cannot serve error=\"{}\"", auth.error().to_string());
     node.stop();
-    return 1;
+    return api::kConfigErrorExit;
   }
   server_options.auth = *auth;
   server_options.tls_cert_file = config.tls_cert_file;
@@ -140,7 +140,10 @@ int main(int argc, char** argv) {
   if (!server) {
     spdlog::error("weightd cannot serve error=\"{}\"", server.error().to_string());
     node.stop();
-    return 1;
+    // Flags that do not go together (a public --listen without tokens and
+    // TLS, a TLS file without its pair) are configuration errors; a port in
+    // use is not.
+    return server.error().code() == errc::invalid_argument ? api::kConfigErrorExit : 1;
   }
   auto metrics = api::metrics_server::start(sys, node, server_options.metrics, config.http_listen,
                                             WEIGHTD_VERSION);
