@@ -33,7 +33,7 @@ TEST_CASE("cli leases: acquire, ls, rm is BUSY naming the holder, release, then 
   running_daemon d{dir.path() / "var"};
   REQUIRE(d.ctl("import " + (dir.path() / "model").string() + " --as default/m@main").exit_code == 0);
 
-  auto acquired = d.ctl("lease acquire default/m@main --holder trainer-3 --ttl 60000");
+  auto acquired = d.ctl("lease acquire default/m@main --holder trainer-3 --ttl 60s");
   REQUIRE_MESSAGE(acquired.exit_code == 0, acquired.output);
   CHECK(acquired.output.find("held by trainer-3 until") != std::string::npos);
   auto id = lease_id_in(acquired.output);
@@ -50,7 +50,7 @@ TEST_CASE("cli leases: acquire, ls, rm is BUSY naming the holder, release, then 
   CHECK(busy.output.find("'trainer-3'") != std::string::npos);
   CHECK(busy.output.find("nearest expires at") != std::string::npos);
 
-  CHECK(d.ctl("lease renew " + std::to_string(id) + " --ttl 120000").exit_code == 0);
+  CHECK(d.ctl("lease renew " + std::to_string(id) + " --ttl 2m").exit_code == 0);
   CHECK(d.ctl("lease release " + std::to_string(id)).exit_code == 0);
   CHECK(d.ctl("lease release " + std::to_string(id)).exit_code == 0);  // idempotent
   CHECK(d.ctl("lease renew " + std::to_string(id)).exit_code == 8);    // LEASE_EXPIRED
@@ -66,9 +66,9 @@ TEST_CASE("cli leases: rm --drain-timeout deletes once the holder releases, revo
   REQUIRE(d.ctl("import " + (dir.path() / "model").string() + " --as default/m@main").exit_code == 0);
   auto id = lease_id_in(d.ctl("lease acquire default/m@main --holder server-1").output);
 
-  auto draining = d.ctl("rm default/m@main --drain-timeout 60000");
+  auto draining = d.ctl("rm default/m@main --drain-timeout 60s");
   REQUIRE_MESSAGE(draining.exit_code == 0, draining.output);
-  CHECK(draining.output.find("1 live leases drain first") != std::string::npos);
+  CHECK(draining.output.find("waiting for 1 live lease to end") != std::string::npos);
   CHECK(d.ctl("lease acquire default/m@main --holder late").exit_code == 6);  // NOT_READY
   CHECK(d.ctl("lease revoke " + std::to_string(id) + " --reason maintenance").exit_code == 0);
   std::string state;

@@ -68,7 +68,7 @@ TEST_CASE("cli migrate: a lease holds the HOT replicas back, op ls shows it, op 
   model_dir model{dir.path() / "model"};
   running_daemon d{dir.path() / "var"};
   REQUIRE(d.ctl("import " + model.root.string() + " --as default/m@main").exit_code == 0);
-  REQUIRE(d.ctl("lease acquire default/m@main --holder server --ttl 60000").exit_code == 0);
+  REQUIRE(d.ctl("lease acquire default/m@main --holder server --ttl 60s").exit_code == 0);
   auto started = d.ctl("migrate default/m@main --to COLD");
   REQUIRE_MESSAGE(started.exit_code == 0, started.output);
   auto id = operation_id_in(started.output);
@@ -126,4 +126,22 @@ TEST_CASE("cli import: --preferred COLD writes straight to COLD and a full HOT t
   auto dry = d.ctl("reconcile --dry-run");
   CHECK_MESSAGE(dry.exit_code == 0, dry.output);
   CHECK(dry.output.find("HOT ") == 0);
+}
+
+TEST_CASE("cli migrate --wait: the operation's own progress, the lease it waits for by holder, and "
+          "Ctrl-C leaves it running with the command that cancels it") {
+  temp_dir dir;
+  model_dir model{dir.path() / "model"};
+  running_daemon d{dir.path() / "var"};
+  REQUIRE(d.ctl("import " + model.root.string() + " --as default/m@main").exit_code == 0);
+  REQUIRE(d.ctl("lease acquire default/m@main --holder server --ttl 60s").exit_code == 0);
+  auto waited = run_command("timeout --preserve-status -s INT 3 " + std::string{WEIGHTD_WEIGHTCTL} +
+                            " --address " + d.address + " migrate default/m@main --wait --to COLD");
+  CHECK(waited.exit_code == 130);
+  CHECK_MESSAGE(waited.output.find("units moved") != std::string::npos, waited.output);
+  CHECK(waited.output.find("[1/") == std::string::npos);  // the record's count, not a file counter
+  CHECK(waited.output.find("held back by 'server' (lease 1)") != std::string::npos);
+  CHECK(waited.output.find("goes on in the daemon") != std::string::npos);
+  CHECK(waited.output.find("`weightctl op cancel ") != std::string::npos);
+  CHECK(d.ctl("op ls").output.find("default/m@main#1") != std::string::npos);  // still running
 }

@@ -113,7 +113,8 @@ TEST_CASE("weightctl --json: offline journal commands follow the same rules; his
   auto history = one_document(run_command(base + "history default/m@main --json"));
   REQUIRE(history["items"].size() >= 2);
   CHECK(history["items"][0]["event"] == "import_begun");
-  CHECK(history["items"][0]["seq"].is_number_unsigned());
+  CHECK(history["items"][0]["global_seq"].is_number_unsigned());
+  CHECK(history["items"][0]["timestamp_ms"].is_number_integer());
   // journal dump stays NDJSON: one envelope per line, with numbers.
   auto dump = run_command(base + "journal dump --json");
   REQUIRE(dump.exit_code == 0);
@@ -171,8 +172,8 @@ TEST_CASE("weightctl --version prints weightctl and the project's version") {
   CHECK(std::regex_match(r.output, std::regex{"weightctl [0-9]+\\.[0-9]+\\.[0-9]+\n"}));
 }
 
-TEST_CASE("weightctl: durations take units in --ttl and --drain-timeout, plain numbers are ms, and "
-          "a bad one names the flag") {
+TEST_CASE("weightctl: durations take units in --ttl and --drain-timeout, and a bad one names the "
+          "flag") {
   temp_dir dir;
   running_daemon d{dir.path() / "var"};
   import_model(d, dir.path() / "m", "default/m@main");
@@ -183,9 +184,9 @@ TEST_CASE("weightctl: durations take units in --ttl and --drain-timeout, plain n
   CHECK(lease["expiry_ms"].get<int64_t>() <= now + 31'000);
   auto unit = d.ctl("lease acquire default/m@main --ttl 30x");
   CHECK(unit.exit_code == 2);
-  CHECK(has(unit.output, "--ttl must be a duration like"));
+  CHECK(has(unit.output, "--ttl \"30x\" has an unknown unit \"x\""));
   auto renewed = one_document(d.ctl("lease renew " + std::to_string(lease["lease_id"].get<uint64_t>()) +
-                                    " --ttl 600000 --json"));
+                                    " --ttl 10m --json"));
   CHECK(renewed["expiry_ms"].get<int64_t>() > now + 590'000);
 
   // BUSY in the CLI's words: the flag, not the request field.
@@ -294,16 +295,41 @@ TEST_CASE("weightctl words: RPC hints become commands and flags, byte counts siz
   CHECK(api::format_bytes(1610612736) == "1.5 GiB");
 }
 
-TEST_CASE("weightctl durations: units and plain milliseconds; anything else names the flag") {
+TEST_CASE("weightctl durations take units; a bare number is refused naming the flag and the units") {
   CHECK(*api::parse_duration_ms("30s", "--ttl") == 30'000);
   CHECK(*api::parse_duration_ms("1m", "--ttl") == 60'000);
   CHECK(*api::parse_duration_ms("250ms", "--ttl") == 250);
   CHECK(*api::parse_duration_ms("2h", "--ttl") == 7'200'000);
-  CHECK(*api::parse_duration_ms("1500", "--ttl") == 1500);
+  CHECK(*api::parse_duration_ms("1.5s", "--ttl") == 1500);
+  auto bare = api::parse_duration_ms("60", "--ttl");
+  REQUIRE_FALSE(bare.ok());
+  CHECK(bare.error().code() == errc::invalid_argument);
+  CHECK(has(bare.error().message(), "--ttl"));
+  CHECK(has(bare.error().message(), "60s or 60ms"));
   auto bad = api::parse_duration_ms("soon", "--drain-timeout");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().code() == errc::invalid_argument);
   CHECK(has(bad.error().message(), "--drain-timeout"));
+}
+
+TEST_CASE("short enum names come from one rule: the prefix every value shares") {
+  CHECK(api::short_enum_name(events::v1::CHECKSUM_XXH3_64, events::v1::ChecksumAlgorithm_descriptor()) == "XXH3_64");
+  CHECK(api::short_enum_name(events::v1::RESIDENCY_HOT, events::v1::Residency_descriptor()) == "HOT");
+  CHECK(api::short_enum_name(events::v1::READY, events::v1::Availability_descriptor()) == "READY");
+  CHECK(api::short_enum_name(events::v1::DATA_TYPE_WEIGHT, events::v1::DataType_descriptor()) == "WEIGHT");
+}
+
+TEST_CASE("messages name weightctl's flags and commands, not the RPC's fields") {
+  CHECK(api::in_cli_words("policy.mixed_hot_ratio must be within (0, 1)") ==
+        "--ratio must be within (0, 1)");
+  CHECK(api::in_cli_words("lease 9 does not exist; acquire one with AcquireLease") ==
+        "lease 9 does not exist; acquire one with `weightctl lease acquire`");
+}
+
+TEST_CASE("counts in messages agree with their nouns") {
+  CHECK(api::count_of(1, "live lease", "live leases") == "1 live lease");
+  CHECK(api::count_of(2, "object", "objects") == "2 objects");
+  CHECK(api::count_of(0, "object", "objects") == "0 objects");
 }
 
 TEST_CASE("weightctl --json reads back into the proto: message_from_json inverts message_json") {
@@ -318,7 +344,9 @@ TEST_CASE("weightctl --json reads back into the proto: message_from_json inverts
   view.add_payload_keys("b");
   auto j = api::message_json(view);
   CHECK(j["residency"] == "MIXED");
-  CHECK(j["operation"].is_null());
+  // Every field present: no operation is an operation of zero values, not null.
+  REQUIRE(j["operation"].is_object());
+  CHECK(j["operation"]["operation_id"] == 0);
   v1::RevisionView back;
   REQUIRE(api::message_from_json(nlohmann::ordered_json::parse(api::json_line(j)), &back).ok());
   CHECK(back.SerializeAsString() == view.SerializeAsString());

@@ -115,7 +115,7 @@ TEST_CASE("daemon log: import, abort, revoke and remove are one info line each n
     auto aborted = d.ctl("abort default/dropped@main");
     REQUIRE_MESSAGE(aborted.exit_code == 0, aborted.output);
 
-    auto lease = d.ctl("lease acquire default/kept@main --holder inference-7 --ttl 60000");
+    auto lease = d.ctl("lease acquire default/kept@main --holder inference-7 --ttl 60s");
     REQUIRE_MESSAGE(lease.exit_code == 0, lease.output);
     auto revoked = d.ctl("lease revoke " + lease_id_of(lease.output) + " --reason 'node drained'");
     REQUIRE_MESSAGE(revoked.exit_code == 0, revoked.output);
@@ -216,14 +216,14 @@ TEST_CASE("daemon log: a drain is a line when it starts and one when it ends, an
   REQUIRE(d.ctl("import " + (dir.path() / "model").string() + " --as default/m@main").exit_code == 0);
 
   // A short lease the reconciler expires.
-  auto brief = d.ctl("lease acquire default/m@main --holder brief-reader --ttl 100");
+  auto brief = d.ctl("lease acquire default/m@main --holder brief-reader --ttl 100ms");
   REQUIRE_MESSAGE(brief.exit_code == 0, brief.output);
   CHECK(d.await({" info lease expired rev=default/m@main#1 lease=" + lease_id_of(brief.output),
                  "holder=\"brief-reader\""}) == 1);
 
-  auto held = d.ctl("lease acquire default/m@main --holder trainer --ttl 60000");
+  auto held = d.ctl("lease acquire default/m@main --holder trainer --ttl 60s");
   REQUIRE_MESSAGE(held.exit_code == 0, held.output);
-  auto removing = d.ctl("rm default/m@main --drain-timeout 30000");
+  auto removing = d.ctl("rm default/m@main --drain-timeout 30s");
   REQUIRE_MESSAGE(removing.exit_code == 0, removing.output);
   CHECK(d.await({" info revision removal requested rev=default/m@main#1 drain=started leases=1 "
                  "drain_until="}) == 1);

@@ -1,5 +1,7 @@
-// Durations in weightctl's flags (SPEC §10): "30s", "5m", "250ms", "1h", "2d";
-// a plain number keeps meaning milliseconds (the flags' old spelling).
+// Durations in weightctl's flags (SPEC §10): "30s", "5m", "250ms", "1h", read
+// by the daemon's own parser (api/common/units.hpp). A bare number is refused
+// as the daemon refuses it, naming the flag and the units: `--ttl 60` is not
+// silently 60 ms.
 #pragma once
 
 #include <cstdint>

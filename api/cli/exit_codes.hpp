@@ -10,6 +10,9 @@
 //   69 the daemon is unreachable (nothing listens at --address/WEIGHTD_ADDRESS,
 //      or it did not answer in time): sysexits' EX_UNAVAILABLE, far from the
 //      classes so that a new class never takes it.
+//   74 a local file weightctl was told to write could not be written (the
+//      message names the path and the OS's error): sysexits' EX_IOERR.
+//  130 interrupted (SIGINT, SIGTERM) during a transfer or migrate --wait.
 // The README's exit-code table lists the same.
 #pragma once
 
@@ -19,6 +22,8 @@ namespace weightd::api {
 
 inline constexpr int kExitUsage = 1;
 inline constexpr int kExitDaemonUnreachable = 69;
+inline constexpr int kExitLocalFile = 74;
+inline constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as shells do
 
 inline int exit_code(errc code) {
   return code == errc::ok ? 0 : 1 + static_cast<int>(code);

@@ -12,6 +12,9 @@ namespace weightd::api {
 /// "1.5 GiB", "512 B".
 std::string format_bytes(uint64_t bytes);
 
+/// "1 object", "3 objects": a count with its noun in the right number.
+std::string count_of(uint64_t n, const std::string& one, const std::string& many);
+
 /// "2026-12-03T17:10:00Z (in 59 s)" / "(3 min ago)": a UTC time to the
 /// second and how far it is from now_ms (default: the clock's now).
 std::string format_time(int64_t ms, int64_t now_ms = 0);

@@ -323,14 +323,18 @@ int print_history(const events::revision_key& id, const history_source& read, bo
     auto detail = event_detail(e, holders);
     ++shown;
     if (json) {
-      items.push_back({{"seq", e.global_seq()},
-                       {"time_ms", e.timestamp_ms()},
+      // The envelope's own names, as `watch` and `journal dump` print them.
+      items.push_back({{"global_seq", e.global_seq()},
+                       {"timestamp_ms", e.timestamp_ms()},
                        {"event", events::event_type_name(e)},
                        {"metadata_generation", generation},
                        {"detail", detail == "-" ? "" : detail},
                        {"principal", e.principal()},
                        {"request_id", e.request_id()}});
     } else {
+      if (shown == 1)
+        out << fmt::format("{:<9} {:<24}  {:<22} {:<8} {:<22} {:<22} {}\n", "SEQ", "TIME",
+                           "EVENT", "GEN", "DETAIL", "PRINCIPAL", "REQUEST");
       out << fmt::format("#{:<8} {}  {:<22} gen {:<4} {:<22} {:<22} {}{}\n", e.global_seq(),
                          events::utc_text(e.timestamp_ms()), events::event_type_name(e), generation,
                          detail, e.principal().empty() ? "-" : e.principal(),

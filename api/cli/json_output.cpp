@@ -2,6 +2,7 @@
 
 #include <google/protobuf/descriptor.h>
 
+#include <memory>
 #include <optional>
 #include <type_traits>
 
@@ -96,9 +97,8 @@ json message_json(const pb::Message& m) {
     } else if (const auto* oneof = f->real_containing_oneof()) {
       // Of a oneof, only the member that is set (an envelope has one payload).
       if (r->GetOneofFieldDescriptor(m, oneof) == f) out[f->name()] = value_json(m, f, -1);
-    } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE && !r->HasField(m, f)) {
-      out[f->name()] = nullptr;  // an unset message says so, not a message of zeros
     } else {
+      // Every field present (SPEC §10): an unset message is one of zero values.
       out[f->name()] = value_json(m, f, -1);
     }
   }
@@ -173,8 +173,15 @@ status set_value(pb::Message* m, const pb::FieldDescriptor* f, const json& v) {
       if (!v.is_string() || f->type() == F::TYPE_BYTES) return bad_value(f, v);
       rep ? r->AddString(m, f, v.get<std::string>()) : r->SetString(m, f, v.get<std::string>());
       return {};
-    case F::CPPTYPE_MESSAGE:
-      return message_from_json(v, rep ? r->AddMessage(m, f) : r->MutableMessage(m, f));
+    case F::CPPTYPE_MESSAGE: {
+      if (rep) return message_from_json(v, r->AddMessage(m, f));
+      // message_json prints an unset message as one of zeros: reading it
+      // back leaves the field unset, so that the round trip is exact.
+      std::unique_ptr<pb::Message> parsed{r->GetMessage(*m, f).New()};
+      if (auto st = message_from_json(v, parsed.get()); !st.ok()) return st;
+      if (parsed->ByteSizeLong() > 0) r->MutableMessage(m, f)->CopyFrom(*parsed);
+      return {};
+    }
   }
 #undef WEIGHTD_SET_NUMBER
   return bad_value(f, v);

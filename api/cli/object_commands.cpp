@@ -3,12 +3,13 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
-#include <fstream>
 #include <iostream>
 
+#include "api/cli/exit_codes.hpp"
 #include "api/cli/format.hpp"
 #include "api/cli/json_output.hpp"
 #include "api/cli/online_support.hpp"
+#include "api/cli/output_file.hpp"
 #include "api/cli/progress.hpp"
 
 namespace weightd::api {
@@ -67,7 +68,10 @@ int obj_put(const online_options& o, const obj_put_args& a, std::ostream& out, s
   h.set_data_type(*type);
   h.set_hard_pin(a.pin);
   progress_line bar{std::filesystem::file_size(a.file)};
-  auto put = c.put_file(h, a.file, 0, UINT64_MAX, [&](uint64_t d) { bar.show(d, a.key); });
+  auto put = c.put_file(h, a.file, 0, UINT64_MAX, [&](uint64_t d) {
+    bar.show(d, a.key);
+    return true;
+  });
   bar.end();
   if (!put) return fail(err, put.error());
   print_info(o, *put, out);
@@ -77,25 +81,15 @@ int obj_put(const online_options& o, const obj_put_args& a, std::ostream& out, s
 int obj_get(const online_options& o, const std::string& key, const std::string& file,
             std::ostream& out, std::ostream& err) {
   client c{o.connection};
-  bool to_stdout = file == "-";
-  auto temp = file + ".weightd-partial";
-  std::ofstream sink_file;
-  if (!to_stdout) {
-    sink_file.open(temp, std::ios::binary | std::ios::trunc);
-    if (!sink_file) return fail(err, {errc::invalid_argument, "cannot write FILE '" + file + "'"});
-  }
-  std::ostream& sink = to_stdout ? std::cout : sink_file;
+  output_file sink{file};  // SPEC §10: written as the user named it
+  if (!sink.ok()) return fail_local(err, sink.error());
   auto got = c.get(o.tenant, key, [&](const std::string& bytes) {
-    sink.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return sink ? status{} : status{errc::internal, "cannot write " + file};
+    return sink.write(bytes) ? status{} : status{errc::internal, sink.error()};
   });
-  if (!to_stdout) {
-    sink_file.close();
-    if (!got) std::filesystem::remove(temp);
-    else std::filesystem::rename(temp, file);
-  }
+  if (!sink.ok()) return fail_local(err, sink.error());
   if (!got) return fail(err, got.error());
-  if (!to_stdout) print_info(o, *got, out);
+  if (!sink.commit()) return fail_local(err, sink.error());
+  if (file != "-") print_info(o, *got, out);
   return 0;
 }
 
@@ -117,7 +111,9 @@ int obj_rm(const online_options& o, const std::vector<std::string>& keys, bool f
     if (o.json) removed_all.push_back(*removed);
     else out << "removed " << key << "\n";
   }
-  if (o.json) out << json_line(list_of(removed_all)) << "\n";
+  // The list of what was removed; when nothing was and an error said why,
+  // no document claims an empty success.
+  if (o.json && (rc == 0 || !removed_all.empty())) out << json_line(list_of(removed_all)) << "\n";
   return rc;
 }
 

@@ -230,6 +230,16 @@ int remove_revision(const online_options& o, const std::string& text, uint64_t d
                     std::ostream& out, std::ostream& err) {
   client c{o.connection};
   auto rev = read_revision(c, text, true);
+  if (!rev && rev.error().code() == errc::not_found) {
+    // Nothing READY: an import that never finished is removed by `abort`.
+    auto hidden = read_revision(c, text, false);
+    if (hidden && hidden->view.availability() == ev1::IMPORTING) {
+      auto name = events::canonical_text(hidden->id);
+      return fail(err, {errc::not_found, "no READY revision " + text + "; " + name +
+                                             " is IMPORTING (an import that did not finish)"},
+                  "`weightctl abort " + name + "` aborts it and removes what it uploaded");
+    }
+  }
   if (!rev) return fail(err, rev.error());
   const auto& id = rev->id;
   v1::RemoveRevisionRequest rm;
@@ -240,8 +250,10 @@ int remove_revision(const online_options& o, const std::string& text, uint64_t d
   if (!removed) return fail(err, removed.error());
   if (o.json) out << to_json(*removed) << "\n";
   else if (removed->revision().drain_deadline_ms())
-    out << fmt::format("removing {}: {} live leases drain first (revoked at {})\n",
-                       events::canonical_text(id), removed->revision().active_lease_count(),
+    out << fmt::format("removing {}: waiting for {} to end (revoked at {})\n",
+                       events::canonical_text(id),
+                       count_of(removed->revision().active_lease_count(), "live lease",
+                                "live leases"),
                        format_time(removed->revision().drain_deadline_ms()));
   else
     out << fmt::format("removed {}: {} objects, manifest last\n", events::canonical_text(id),
@@ -297,8 +309,9 @@ int abort_import(const online_options& o, const std::string& text,
     out << to_json(*aborted) << "\n";
     return 0;
   }
-  out << fmt::format("aborted {}: {} objects removed ({})\n", events::canonical_text(rev->id),
-                     aborted->removed_keys_size(),
+  out << fmt::format("aborted {}: {} removed ({})\n", events::canonical_text(rev->id),
+                     count_of(static_cast<uint64_t>(aborted->removed_keys_size()), "object",
+                              "objects"),
                      availability_name(aborted->revision().availability()));
   for (const auto& r : aborted->refused_keys())
     out << fmt::format("  not touched: {} ({})\n", r.key(), in_cli_words(r.reason()));

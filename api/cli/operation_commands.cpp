@@ -2,6 +2,7 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <optional>
 #include <thread>
 
 #include "api/cli/exit_codes.hpp"
@@ -9,7 +10,7 @@
 #include "api/cli/format.hpp"
 #include "api/cli/json_output.hpp"
 #include "api/cli/online_support.hpp"
-#include "api/cli/progress.hpp"
+#include "api/cli/lease_commands.hpp"
 #include "events/time_text.hpp"
 
 namespace weightd::api {
@@ -36,6 +37,52 @@ std::string describe(const v1::Operation& op) {
 
 bool running(const v1::Operation& op) { return op.state() == v1::RUNNING; }
 
+/// "; waiting for the lease of 'server' (lease 3) until 2026-...Z (in 50 s)":
+/// who holds the revision's HOT replicas back, from ListLeases.
+std::string lease_holders(client& c, const events::revision_key& id) {
+  v1::ListLeasesRequest req;
+  *req.mutable_id() = id.to_proto();
+  auto leases = c.list_leases(req);
+  if (!leases || leases->leases().empty()) return "";
+  std::string names;
+  for (const auto& l : leases->leases())
+    names += fmt::format("{}'{}' (lease {}) until {}", names.empty() ? "" : ", ", l.holder(),
+                         l.lease_id(), format_time(l.expiry_ms()));
+  return "; held back by " + names;
+}
+
+/// migrate --wait: a line on stderr whenever the operation record changes
+/// (its own units and bytes, its message, and the leases it waits for), until
+/// it ends. Ctrl-C leaves it running and says so: nullopt then.
+result<std::optional<v1::Operation>> wait_for(client& c, v1::Operation op,
+                                              const events::revision_key& id, std::ostream& err) {
+  install_interrupt_flag();
+  v1::GetOperationRequest get;
+  get.set_operation_id(op.operation_id());
+  std::string last;
+  while (running(op)) {
+    auto line = fmt::format("operation {}: {}/{} units moved, {} of {}", op.operation_id(),
+                            op.processed_units(), op.total_units(),
+                            format_bytes(op.processed_bytes()), format_bytes(op.total_bytes()));
+    if (!op.message().empty()) line += "; " + in_cli_words(op.message());
+    if (op.message().find("lease") != std::string::npos) line += lease_holders(c, id);
+    if (line != last) err << line << std::endl;
+    last = line;
+    for (int i = 0; i < 20 && !interrupted(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (interrupted()) {
+      err << fmt::format("weightctl: interrupted; operation {} goes on in the daemon: "
+                         "`weightctl op show {}` follows it, `weightctl op cancel {}` stops it\n",
+                         op.operation_id(), op.operation_id(), op.operation_id());
+      return std::optional<v1::Operation>{};
+    }
+    auto next = c.get_operation(get);
+    if (!next) return next.error();
+    op = std::move(*next);
+  }
+  return std::optional<v1::Operation>{std::move(op)};
+}
+
 }  // namespace
 
 int migrate_revision(const online_options& o, const std::string& text, const migrate_args& a,
@@ -53,19 +100,10 @@ int migrate_revision(const online_options& o, const std::string& text, const mig
   auto op = c.migrate(req);
   if (!op) return fail(err, op.error(), "see `weightctl op ls` for running operations");
   if (a.wait) {
-    // The "files" of a migration are its units: n/m counts those moved.
-    progress_line progress{op->total_bytes(), op->total_units()};
-    v1::GetOperationRequest get;
-    get.set_operation_id(op->operation_id());
-    while (running(*op)) {
-      progress.show(op->processed_bytes(), "units moved", op->processed_units());
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      auto next = c.get_operation(get);
-      if (!next) return fail(err, next.error());
-      op = std::move(next);
-    }
-    progress.show(op->processed_bytes(), state_name(op->state()), op->processed_units());
-    progress.end();
+    auto waited = wait_for(c, *op, rev->id, err);
+    if (!waited) return fail(err, waited.error());
+    if (!*waited) return kExitInterrupted;
+    op = std::move(**waited);
   }
   if (o.json) out << to_json(*op) << "\n";
   else out << describe(*op) << "\n";

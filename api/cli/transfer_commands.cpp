@@ -18,13 +18,16 @@
 #include <thread>
 
 #include "actors/mixed_planner.hpp"
+#include "api/cli/exit_codes.hpp"
 #include "api/cli/format.hpp"
 #include "api/cli/lease_commands.hpp"
 #include "api/cli/model_directory.hpp"
 #include "api/cli/online_support.hpp"
+#include "api/cli/output_file.hpp"
 #include "api/cli/progress.hpp"
 #include "api/client/local_mapping.hpp"
 #include "api/common/wire.hpp"
+#include "events/digest.hpp"
 #include "events/identity.hpp"
 #include "events/time_text.hpp"
 #include "persistence/tier_store.hpp"
@@ -37,7 +40,6 @@ namespace fs = std::filesystem;
 namespace {
 constexpr uint64_t kPayloadBytes = 64ull << 20;
 constexpr std::chrono::milliseconds kExportLeaseTtl{30'000};  // renewed every 10 s
-constexpr int kExitInterrupted = 130;                          // 128 + SIGINT, as shells do
 }  // namespace
 
 namespace {
@@ -195,6 +197,7 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
   const auto& policy = t.policy;
   if (t.jobs < 1 || t.jobs > 64)
     return fail(err, {errc::invalid_argument, "--jobs must be 1..64"});
+  install_interrupt_flag();  // Ctrl-C stops at the next chunk; see stop_interrupted
   client c{o.connection};
   auto requested = requested_policy(policy);
   if (!requested) return fail(err, requested.error());
@@ -270,6 +273,28 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
     }
     total += f->size();
   }
+  if (interrupted()) {
+    err << "weightctl: interrupted; nothing was uploaded\n";
+    return kExitInterrupted;
+  }
+  if (!up && !resumed) {  // a generation that exists already: say so before uploading
+    v1::GetRevisionRequest get;
+    *get.mutable_id() = id.to_proto();
+    get.set_include_hidden(true);
+    auto existing = c.get_revision(get);
+    if (existing && existing->availability() != ev1::IMPORTING) {
+      auto lineage = id;
+      lineage.generation = 0;
+      return fail(err,
+                  {errc::conflict, events::canonical_text(id) + " exists already (" +
+                                       short_enum_name(existing->availability(),
+                                                       ev1::Availability_descriptor()) +
+                                       "); a generation is imported once"},
+                  "import the next generation with `weightctl import " + dir + " --as " +
+                      events::canonical_text(lineage) + "`, or replace it with `weightctl upsert " +
+                      dir + " --base " + events::canonical_text(id) + "`; nothing was uploaded");
+    }
+  }
   auto group = events::payload_group_id(id);
   result<v1::RevisionView> begun = status{errc::internal, "not begun"};
   if (resumed) {
@@ -326,35 +351,55 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
 
   std::mutex uploaded_mutex;
   std::vector<std::string> uploaded;
-  auto abort_with = [&](const status& why) {
+  // Aborts what this run began; says what became of it (fail()'s "next").
+  auto abort_uploads = [&]() -> std::string {
     if (up) {  // the claim ends; its target's import is aborted with its uploads
       v1::AbortUpsertRequest abort;
       *abort.mutable_base() = up->base.to_proto();
       abort.set_request_id(up->request_id);
       auto aborted = c.abort_upsert(abort);
-      return fail(err, why,
-                  aborted ? "the upsert was aborted and its uploads removed; the base is untouched"
-                          : "aborting failed too (" + aborted.error().to_string() +
-                                "): run `weightctl lineage " + events::canonical_text(up->base) +
-                                " --abort " + up->request_id + "`");
+      return aborted ? "the upsert was aborted and its uploads removed; the base is untouched"
+                     : "aborting failed too (" + aborted.error().to_string() +
+                           "): run `weightctl lineage " + events::canonical_text(up->base) +
+                           " --abort " + up->request_id + "`";
     }
     v1::AbortImportRequest abort;
     *abort.mutable_id() = id.to_proto();
     abort.set_expected_metadata_generation(begun->metadata_generation());
+    std::lock_guard lock{uploaded_mutex};
     for (const auto& k : uploaded) abort.add_keys_to_remove(k);  // a resumed run's too
     abort.add_keys_to_remove(events::manifest_key(id));
     auto aborted = c.abort_import(abort);
-    return fail(err, why,
-                aborted ? fmt::format("the import was aborted and its {} uploaded objects removed",
-                                      aborted->removed_keys_size())
-                        : "aborting failed too (" + aborted.error().to_string() +
-                              "): run `weightctl abort " + events::canonical_text(id) + "`");
+    return aborted ? fmt::format("the import was aborted and its {} removed",
+                                 count_of(static_cast<uint64_t>(aborted->removed_keys_size()),
+                                          "uploaded object", "uploaded objects"))
+                   : "aborting failed too (" + aborted.error().to_string() +
+                         "): run `weightctl abort " + events::canonical_text(id) + "`";
   };
+  auto abort_with = [&](const status& why) { return fail(err, why, abort_uploads()); };
+  // SPEC §10: an interrupt (SIGINT, SIGTERM) ends the import cleanly with exit
+  // 130: aborted and its uploads removed, or, when --resume was given, kept
+  // IMPORTING with the command that continues it.
+  auto stop_interrupted = [&]() -> int {
+    if (!t.resume) {
+      err << "weightctl: interrupted; " << abort_uploads() << "\n";
+      return kExitInterrupted;
+    }
+    auto again = up ? fmt::format("weightctl upsert {} --base {} --request-id {} --resume", dir,
+                                  events::canonical_text(up->base), up->request_id)
+                    : fmt::format("weightctl import {} --as {} --resume", dir,
+                                  events::canonical_text(id));
+    err << "weightctl: interrupted; " << events::canonical_text(id)
+        << " stays IMPORTING with what it uploaded; continue it with `" << again << "`\n";
+    return kExitInterrupted;
+  };
+  if (interrupted()) return stop_interrupted();
   // The files' sha256 (for the manifest) is computed on a thread of its own
   // while the bytes upload: hashing costs as much CPU as the transfer itself.
   auto hashed = std::async(std::launch::async, [&]() -> result<std::vector<std::string>> {
     std::vector<std::string> digests;
     for (const auto& file : files) {
+      if (interrupted()) return status{errc::internal, "interrupted"};
       auto digest = persistence::digest_file(file.source, true);
       if (!digest) return digest.error();
       digests.push_back(digest->sha256);
@@ -408,7 +453,7 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
   uint64_t released = 0;   // puts of this import that ended holding a reservation
   auto worker = [&] {
     client wc{o.connection};
-    for (size_t i; !failed && (i = next++) < tasks.size();) {
+    for (size_t i; !failed && !interrupted() && (i = next++) < tasks.size();) {
       if (stored[i]) continue;
       const auto& f = manifest.files(tasks[i].file);
       const auto& chunk = f.chunks(tasks[i].chunk);
@@ -432,6 +477,7 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
                                  bar.show(done += d - sent, f.path(),
                                           static_cast<uint64_t>(tasks[i].file) + 1);
                                  sent = d;
+                                 return !interrupted();
                                });
         done -= sent;  // counted whole below when it stands
         bool refused = !put && put.error().code() == errc::resource_exhausted;
@@ -472,11 +518,16 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
     for (auto& w : workers) w.join();
   }
   bar.end();
+  if (interrupted()) {
+    hashed.wait();
+    return stop_interrupted();
+  }
   if (failed) {
     hashed.wait();
     return abort_with(failure);
   }
   auto digests = hashed.get();
+  if (interrupted()) return stop_interrupted();
   if (!digests) return abort_with(digests.error());
   for (int i = 0; i < manifest.files_size(); ++i)
     manifest.mutable_files(i)->set_sha256((*digests)[static_cast<size_t>(i)]);
@@ -493,6 +544,7 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
     if (info && info->sha256() == persistence::sha256_hex(manifest_json)) put_manifest = *info;
   }
   if (!put_manifest) return abort_with(put_manifest.error());
+  if (interrupted()) return stop_interrupted();
   v1::CommitImportRequest commit;
   *commit.mutable_id() = id.to_proto();
   commit.set_expected_metadata_generation(begun->metadata_generation());
@@ -585,68 +637,90 @@ int export_dir(const online_options& o, const std::string& text, const std::stri
                                              " names an unsafe path '" + escape_name(f.path()) +
                                              "' (an empty, '.' or '..' segment, or absolute)"});
   }
-  // Each file is downloaded under a temporary name; its sha256 is checked on
-  // a thread of its own while the next file downloads, and only a file that
-  // matches the manifest is renamed into place.
+  // Each file is written as output_file.hpp says (a temporary renamed into
+  // place for a regular file). A temporary's sha256 is checked on a thread of
+  // its own while the next file downloads, and only a file that matches the
+  // manifest is renamed into place; a file written in place (a FIFO or device
+  // the user put there) is hashed as it is written.
   struct pending_check {
-    std::string path, temp, target;
+    std::string path;
+    std::unique_ptr<output_file> file;
     std::future<bool> matches;
   };
   std::vector<pending_check> checks;
+  status local_error;  // a file of ours could not be written: kExitLocalFile
   auto settle = [&]() -> status {  // waits for every check; renames or removes
     status outcome;
     for (auto& p : checks) {
       bool ok = p.matches.get();
-      if (ok && outcome.ok()) fs::rename(p.temp, p.target);
-      else fs::remove(p.temp);
+      if (ok && outcome.ok() && local_error.ok() && !p.file->commit())
+        local_error = {errc::internal, p.file->error()};
       if (!ok && outcome.ok())
         outcome = {errc::data_loss, "'" + p.path + "' failed its sha256 check"};
     }
-    checks.clear();
+    checks.clear();  // what was not committed is removed by output_file
     return outcome;
   };
   auto discard = [&] {  // on failure: no file of this export is left behind
-    for (auto& p : checks) {
-      p.matches.wait();
-      fs::remove(p.temp);
-    }
+    for (auto& p : checks) p.matches.wait();
     checks.clear();
   };
   progress_line bar{total, static_cast<uint64_t>(manifest.files_size()), quiet};
   uint64_t done = 0;
   for (const auto& f : manifest.files()) {
     auto target = fs::path(dir) / f.path();
-    fs::create_directories(target.parent_path());
-    auto temp = target.string() + ".weightd-partial";
-    {
-      std::ofstream file(temp, std::ios::binary | std::ios::trunc);
-      for (const auto& chunk : f.chunks()) {
-        auto r = read_object(chunk.key(), [&](const std::string& bytes) {
-          if (auto st = stopped(); !st.ok()) return st;
-          file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-          done += bytes.size();
-          bar.show(done, f.path());
-          return file ? status{} : status{errc::internal, "cannot write " + temp};
-        });
-        if (!r.ok()) {
-          bar.end();
-          file.close();
-          fs::remove(temp);
-          discard();
-          if (interrupted()) return fail(err, r), kExitInterrupted;
-          return fail(err, r);
-        }
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    auto file = std::make_unique<output_file>(target.string());
+    if (ec && file->ok())
+      local_error = {errc::internal, "cannot create the directory '" +
+                                         target.parent_path().string() + "': " + ec.message()};
+    else if (!file->ok())
+      local_error = {errc::internal, file->error()};
+    events::sha256_stream inline_hash;
+    for (const auto& chunk : f.chunks()) {
+      if (!local_error.ok()) break;
+      auto r = read_object(chunk.key(), [&](const std::string& bytes) {
+        if (auto st = stopped(); !st.ok()) return st;
+        if (!file->write(bytes)) return status{errc::internal, file->error()};
+        if (file->in_place()) inline_hash.update(bytes);
+        done += bytes.size();
+        bar.show(done, f.path());
+        return status{};
+      });
+      if (!file->ok()) local_error = {errc::internal, file->error()};
+      if (!r.ok() && local_error.ok()) {
+        bar.end();
+        file.reset();
+        discard();
+        if (interrupted()) return fail(err, r), kExitInterrupted;
+        return fail(err, r);
       }
     }
-    checks.push_back({f.path(), temp, target.string(),
-                      std::async(std::launch::async, [temp, expected = f.sha256()] {
-                        auto digest = persistence::digest_file(temp, true);
-                        return digest && digest->sha256 == expected;
-                      })});
+    if (local_error.ok() && !file->close()) local_error = {errc::internal, file->error()};
+    if (!local_error.ok()) {
+      bar.end();
+      file.reset();
+      discard();
+      return fail_local(err, local_error.message());
+    }
+    std::future<bool> matches;
+    if (file->in_place()) {
+      std::promise<bool> now;
+      now.set_value(inline_hash.hex() == f.sha256());
+      matches = now.get_future();
+    } else {
+      matches = std::async(std::launch::async, [temp = file->written_path(), expected = f.sha256()] {
+        auto digest = persistence::digest_file(temp, true);
+        return digest && digest->sha256 == expected;
+      });
+    }
+    checks.push_back({f.path(), std::move(file), std::move(matches)});
   }
   bar.end();
   if (auto st = settle(); !st.ok())
     return fail(err, st, "the revision may be damaged; run `weightctl show` and retry");
+  if (!local_error.ok()) return fail_local(err, local_error.message());
   bar.end();
   if (o.json)
     out << fmt::format("{{\"id\":{},\"files\":{},\"bytes\":{}}}\n",

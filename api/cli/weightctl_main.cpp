@@ -2,6 +2,9 @@
 // gRPC (--address); `journal` and `history` read the journal files offline.
 #include <CLI/CLI.hpp>
 
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -15,10 +18,13 @@
 #include "api/cli/object_commands.hpp"
 #include "api/cli/online_commands.hpp"
 #include "api/cli/operation_commands.hpp"
+#include "api/cli/output_file.hpp"
 #include "api/cli/transfer_commands.hpp"
 #include "api/cli/watch_command.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   using namespace weightd::api;
   keep_transfer_buffers();
   CLI::App app{"weightctl — inspect and operate a weightd store"};
@@ -35,8 +41,7 @@ int main(int argc, char** argv) {
   std::string token_file;
   app.add_option("--token", online.connection.token,
                  "Bearer token for a daemon with --auth-tokens-file (prefer WEIGHTD_TOKEN or "
-                 "--token-file: a flag shows in ps)")
-      ->envname("WEIGHTD_TOKEN");
+                 "--token-file: a flag shows in ps)");
   app.add_option("--token-file", token_file, "A file holding the bearer token");
   app.add_option("--tls-ca-file", online.connection.tls_ca_file,
                  "PEM CA that signed the daemon's certificate: connect with TLS");
@@ -66,7 +71,7 @@ int main(int argc, char** argv) {
   std::string drain_timeout;
   rm_cmd->add_option("--drain-timeout", drain_timeout,
                      "With live leases: refuse new ones, delete when they are released, and "
-                     "revoke what is left after this long, e.g. 30s or 5m; a plain number is ms "
+                     "revoke what is left after this long, e.g. 30s or 5m "
                      "(default: fail with BUSY)");
   policy_args policy;
   auto* policy_cmd = app.add_subcommand("policy", "Change a revision's policy (the parts given)");
@@ -119,11 +124,11 @@ int main(int argc, char** argv) {
   auto* acquire_cmd = lease_cmd->add_subcommand("acquire", "Take a lease on a READY revision");
   acquire_cmd->add_option("ID", id, "The revision (without #generation: the highest READY)")->required();
   acquire_cmd->add_option("--holder", holder, "Who holds it (default: weightctl-lease@host:pid)");
-  acquire_cmd->add_option("--ttl", ttl, "Lifetime, 1ms..24h, e.g. 30s or 10m; a plain number is ms")
+  acquire_cmd->add_option("--ttl", ttl, "Lifetime, 1ms..24h, e.g. 30s or 10m (a unit is required)")
       ->capture_default_str();
   auto* renew_cmd = lease_cmd->add_subcommand("renew", "Extend a lease to at least now + ttl");
   renew_cmd->add_option("LEASE_ID", lease_id, "The lease")->required();
-  renew_cmd->add_option("--ttl", ttl, "Lifetime from now, e.g. 30s; a plain number is ms")
+  renew_cmd->add_option("--ttl", ttl, "Lifetime from now, e.g. 30s (a unit is required)")
       ->capture_default_str();
   auto* release_cmd = lease_cmd->add_subcommand("release", "End a lease (idempotent)");
   release_cmd->add_option("LEASE_ID", lease_id, "The lease")->required();
@@ -210,7 +215,8 @@ int main(int argc, char** argv) {
                           "[tenant:]ns/resource@revision[#generation]; without #generation the "
                           "highest live one")
       ->required();
-  history_cmd->add_flag("--json", history.json, "One JSON object per event");
+  history_cmd->add_flag("--json", history.json,
+                        "Print one JSON document: {\"items\": [one object per event]}");
 
   try {
     app.parse(argc, argv);
@@ -219,6 +225,10 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitUsage;
   }
   online.json = json;
+  // A flag beats the environment (SPEC §10): --token, then --token-file,
+  // then WEIGHTD_TOKEN.
+  if (token_file.empty() && online.connection.token.empty())
+    if (const char* env = std::getenv("WEIGHTD_TOKEN")) online.connection.token = env;
   if (!token_file.empty() && app.get_option("--token")->count() == 0) {
     std::ifstream in(token_file);
     std::string token;
@@ -246,6 +256,9 @@ int main(int argc, char** argv) {
   if (*acquire_cmd || *renew_cmd) {
     auto parsed = parse_duration_ms(ttl, "--ttl");
     if (!parsed) return fail(std::cerr, parsed.error());
+    if (*parsed < 1 || *parsed > 86'400'000)  // the daemon's range, in the user's own words
+      return fail(std::cerr, {weightd::errc::invalid_argument,
+                              "--ttl must be within 1ms..24h, not " + ttl});
     ttl_ms = *parsed;
   }
   if (*rm_cmd && !drain_timeout.empty()) {
@@ -297,4 +310,27 @@ int main(int argc, char** argv) {
     return revision_history(where, history, std::cout, std::cerr);
   }
   return kExitUsage;
+}
+
+}  // namespace
+
+// No exception leaves main (SPEC §10): a stray one is reported and exits with
+// its class, after the stack unwound (which releases every lease a command
+// holds); a failed write of standard output exits non-zero too.
+int main(int argc, char** argv) {
+  using namespace weightd::api;
+  std::signal(SIGPIPE, SIG_IGN);  // a closed pipe is EPIPE, reported, not a silent death
+  int rc = 0;
+  try {
+    rc = run(argc, argv);
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::cout.flush();
+    rc = fail_local(std::cerr, "cannot use '" + e.path1().string() + "': " + e.code().message());
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    rc = fail(std::cerr, {weightd::errc::internal, std::string{"unexpected error: "} + e.what()},
+              "please report it");
+  }
+  int out_rc = check_stdout(std::cerr);
+  return rc != 0 ? rc : out_rc;
 }

@@ -252,7 +252,7 @@ result<v1::ObjectInfo> client::put_file(v1::PutHeader header, const std::filesys
         if (!in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())))
           return {errc::internal, "reading " + file.string() + " failed"};
         done += chunk.size();
-        if (progress) progress(done);
+        if (progress && !progress(done)) return {errc::internal, "stopped by the caller"};
         return {};
       },
       options_.deadline, options_.token);

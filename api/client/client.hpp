@@ -35,7 +35,9 @@ struct client_options {
 std::string new_request_id(const std::string& prefix);
 
 /// Called with bytes done after each chunk of a transfer.
-using progress_fn = std::function<void(uint64_t bytes_done)>;
+/// Called after each chunk sent; false stops the put (it then fails with
+/// "stopped by the caller" and stores nothing).
+using progress_fn = std::function<bool(uint64_t bytes_done)>;
 
 class client {
  public:
