@@ -102,8 +102,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 0: convert<v1::BeginImportRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_begin(r, c, ctx); })); break;
     case 1: convert<v1::CommitImportRequest>(data, size, against_both([&](auto* r, auto& c) { return precheck_commit(r, c); })); break;
     case 2: convert<v1::AbortImportRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_abort(r, c, ctx); })); break;
-    case 3: convert<v1::UpdatePolicyRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_update_policy(r, c, ctx); })); break;
-    case 4: convert<v1::RemoveRevisionRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_remove(r, c, ctx); })); break;
+    case 3: convert<v1::UpdatePolicyRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_update_policy(r, f.index, c, ctx); })); break;
+    case 4: convert<v1::RemoveRevisionRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_remove(r, f.index, c, ctx); })); break;
     case 5: convert<v1::MigrateRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_migrate(r, f.index, c, ctx); })); break;
     case 6: convert<v1::AcquireLeaseRequest>(data, size, against_both([&](auto* r, auto& c) { return decide_acquire(r, c, ctx); })); break;
     case 7: convert<v1::RenewLeaseRequest>(data, size, against_importing([&](auto& r, auto& c) { return decide_renew(r, c, ctx); })); break;
