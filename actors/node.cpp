@@ -2,9 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "actors/journal_writer.hpp"
 #include "actors/lease_decide.hpp"
@@ -116,6 +119,7 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   n->report_.cold_bytes = recovered.objects.cold_bytes;
 
   // 3. Spawn the actors on the recovered state.
+  n->detached_ = config.detached;
   n->snapshotter_ = spawn_snapshotter(sys, backend, config.detached);
   journal_writer_options writer;
   writer.detached = config.detached;
@@ -168,14 +172,41 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
 void node::stop() {
   if (!sys_) return;
   health_->stopping = true;  // the exits below are no failure
-  caf::anon_send_exit(watchdog_, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(registry_, caf::exit_reason::user_shutdown);
-  if (scrubber_) caf::anon_send_exit(scrubber_, caf::exit_reason::user_shutdown);
-  if (reader_) caf::anon_send_exit(reader_, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(objects_, caf::exit_reason::user_shutdown);
-  for (auto& io : io_) caf::anon_send_exit(io, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(journal_, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(snapshotter_, caf::exit_reason::user_shutdown);
+  // In the order they must go: nothing new reaches the store and the
+  // journal once the registry, the scrubber and the reader have gone.
+  // A start that failed half-way has spawned only some of them.
+  std::vector<caf::actor> core;
+  auto add = [&](const auto& handle) {
+    if (handle) core.push_back(caf::actor_cast<caf::actor>(handle));
+  };
+  add(registry_);
+  add(scrubber_);
+  add(reader_);
+  add(objects_);
+  for (auto& io : io_) add(io);
+  add(journal_);
+  add(snapshotter_);
+  std::optional<caf::scoped_actor> waiter;
+  if (detached_) {
+    waiter.emplace(*sys_);
+    for (auto& a : core) (*waiter)->monitor(a);
+  }
+  if (watchdog_) caf::anon_send_exit(watchdog_, caf::exit_reason::user_shutdown);
+  for (auto& a : core) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  if (waiter) {
+    auto deadline = std::chrono::steady_clock::now() + kStopWait;
+    for (size_t ended = 0; ended < core.size();) {
+      auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) {
+        spdlog::warn("node stop: {} of {} core actors still running after {} s", core.size() - ended,
+                     core.size(), kStopWait.count());
+        break;
+      }
+      (*waiter)->receive([&](const caf::down_msg&) { ++ended; },
+                         caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left)) >>
+                             [] {});
+    }
+  }
   sys_ = nullptr;
 }
 

@@ -65,12 +65,19 @@ class node {
   const recovery_report& recovery() const { return report_; }
   /// How long start() took: replay, the tier check, spawning (a restart's cost).
   double startup_seconds() const { return startup_seconds_; }
-  /// Stops the actors (in-flight requests get errors).
+  /// Stops the actors (in-flight requests get errors). On real threads
+  /// (config.detached) it returns only once every core actor has ended
+  /// (bounded by kStopWait): the journal writer has made its last append and
+  /// let go of the journal, so a node started next in this process never
+  /// races a late append of this one. On the test scheduler it only sends
+  /// the exits (the test runs them).
   void stop();
+  static constexpr std::chrono::seconds kStopWait{10};
 
  private:
   node() = default;
   caf::actor_system* sys_ = nullptr;
+  bool detached_ = true;  // config.detached: real threads, stop() may wait
   std::shared_ptr<persistence::journal_backend> backend_;
   journal_actor journal_;
   std::vector<io_actor> io_;
