@@ -177,6 +177,39 @@ TEST_CASE("limits: a Get that is never read holds a small chunk, and a reader st
   CHECK(largest_chunk == api::kGetChunkBytes);
 }
 
+TEST_CASE("limits: Get chunks above the first size come out of one budget (--get-buffer); past it a stream sends first-size chunks") {
+  api::stream_limit_options o;
+  o.get_buffer_bytes = 3 * MiB;
+  api::stream_limits limits{o};
+  auto floor = api::kFirstGetChunkBytes;
+  CHECK(limits.take_get_bytes(floor, floor) == floor);  // the floor is never counted
+  CHECK(limits.get_bytes_held() == 0);
+  CHECK(limits.take_get_bytes(MiB, floor) == MiB);
+  CHECK(limits.take_get_bytes(MiB, floor) == MiB);
+  CHECK(limits.take_get_bytes(MiB, floor) == MiB);
+  CHECK(limits.get_bytes_held() == 3 * MiB);
+  CHECK(limits.take_get_bytes(MiB, floor) == floor);  // the budget is spent: every stream still moves
+  limits.give_get_bytes(MiB);
+  CHECK(limits.take_get_bytes(MiB, floor) == MiB);
+  for (int i = 0; i < 3; ++i) limits.give_get_bytes(MiB);
+  CHECK(limits.get_bytes_held() == 0);
+}
+
+TEST_CASE("limits: Get streams that are never read hold no more than --get-buffer between them, and give it back when they end") {
+  limits_fixture f({1024, 1024, std::chrono::milliseconds{30'000}, std::chrono::milliseconds{30'000},
+                    256, 2 * MiB});
+  REQUIRE(f.put("default", "big", std::string(16 * MiB, 'z')).ok());
+  {
+    std::vector<std::unique_ptr<idle_get>> streams;
+    for (int i = 0; i < 16; ++i) streams.push_back(std::make_unique<idle_get>(*f.objects, "big"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // each sends what its window takes
+    CHECK(f.node.server->limits().get_bytes_held() <= 2 * MiB);
+  }
+  for (int i = 0; i < 100 && f.node.server->limits().get_bytes_held() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(f.node.server->limits().get_bytes_held() == 0);
+}
+
 TEST_CASE("limits: a Put that sends nothing for --put-idle-timeout is ended and its reservation given back") {
   limits_fixture f({1024, 1024, std::chrono::milliseconds{1'000}});  // long enough to see the reservation
   silent_put idle(*f.objects, "default", "stalled", 64 * MiB);

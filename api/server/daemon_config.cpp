@@ -403,6 +403,9 @@ void add_daemon_options(CLI::App& app, daemon_config& c, const std::string& vers
                  "Most Put streams one tenant may have open (over all its connections)")
       ->check(kAtLeastOne)
       ->capture_default_str();
+  add_size(app, "--get-buffer", c.get_buffer_bytes, 1,
+           "Bytes all Get streams together may hold in chunks their clients have not taken; "
+           "past it each stream sends 16 KiB chunks");
   add_duration(app, "--put-idle-timeout", c.put_idle_timeout, kMinInterval, kDay,
                "A Put that sends no bytes this long is ended and its reservation given back");
   add_duration(app, "--watch-stall-timeout", c.watch_stall_timeout, kMinInterval, kDay,

@@ -531,13 +531,16 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
 /// chunk is read when the previous one was sent (flow control). Chunks start
 /// small and double with every one the client takes, up to kGetChunkBytes:
 /// a reader that keeps up streams in large chunks at once, and a stream whose
-/// client does not read holds only a small one.
+/// client does not read holds only a small one. Chunks above the first size
+/// come out of one budget for all Get streams (stream_limits::take_get_bytes,
+/// --get-buffer): past it a stream sends first-size chunks, and its buffer
+/// shrinks back.
 class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
  public:
   get_reactor(caf::actor_system& sys, actors::object_store_actor store, std::chrono::seconds timeout,
               stream_limits& limits, const authenticator& auth, CallbackServerContext* ctx,
               const v1::GetRequest* req)
-      : ctx_(ctx) {
+      : ctx_(ctx), limits_(limits) {
     auto allowed = admit(auth, ctx, *req);
     if (!allowed) {
       finish(allowed.error());
@@ -569,13 +572,18 @@ class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
     });
   }
   ~get_reactor() override {
+    give_back();
     if (fd_ >= 0) ::close(fd_);
   }
 
   void OnWriteDone(bool ok) override {
+    give_back();  // the chunk was taken
     if (!ok) return finish({errc::internal, "the client went away"});
+    size_t size = limits_.take_get_bytes(chunk_bytes_, kFirstGetChunkBytes);
+    counted_ = size > kFirstGetChunkBytes ? size : 0;
     std::string* chunk = msg_.mutable_chunk();
-    chunk->resize(chunk_bytes_);
+    if (chunk->capacity() > 2 * size) std::string(size, '\0').swap(*chunk);  // memory back
+    chunk->resize(size);
     ssize_t n = ::read(fd_, chunk->data(), chunk->size());
     if (n < 0) return finish({errc::internal, "reading the replica failed"});
     if (n == 0) return finish({});
@@ -588,13 +596,20 @@ class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
  private:
   void finish(const status& st) {
     slot_ = {};  // a client that saw the end may open the next stream at once
+    give_back();
     Finish(to_grpc(ctx_, st));
+  }
+  void give_back() {
+    if (counted_) limits_.give_get_bytes(counted_);
+    counted_ = 0;
   }
 
   CallbackServerContext* ctx_;
+  stream_limits& limits_;
   stream_limits::slot slot_;
   v1::GetResponse msg_;
   size_t chunk_bytes_ = kFirstGetChunkBytes;
+  size_t counted_ = 0;  // bytes of the chunk in flight held in limits_'s Get budget
   int fd_ = -1;
 };
 
@@ -844,6 +859,8 @@ struct grpc_server::services {
   object_service objects;
   admin_service admin;
 };
+
+const stream_limits& grpc_server::limits() const { return services_->limits; }
 
 result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, actors::node& node,
                                                         server_options options) {

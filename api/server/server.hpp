@@ -51,6 +51,8 @@ class grpc_server {
   ~grpc_server();
 
   int port() const { return port_; }
+  /// The object streams' limits and what they hold now (tests, metrics).
+  const stream_limits& limits() const;
   /// Stops accepting calls, answers health checks NOT_SERVING, and waits up
   /// to `drain` for in-flight calls; those still running then are cancelled.
   void shutdown(std::chrono::milliseconds drain);

@@ -45,6 +45,17 @@ stream_limits::slot::~slot() {
   if (owner_) owner_->release(key_, tenant_put_);
 }
 
+size_t stream_limits::take_get_bytes(size_t wanted, size_t floor) {
+  if (wanted <= floor) return wanted;
+  uint64_t held = get_bytes_.load();
+  do {
+    if (held + wanted > options_.get_buffer_bytes) return floor;  // the floor is not counted
+  } while (!get_bytes_.compare_exchange_weak(held, held + wanted));
+  return wanted;
+}
+
+void stream_limits::give_get_bytes(size_t bytes) { get_bytes_.fetch_sub(bytes); }
+
 result<stream_limits::slot> stream_limits::admit(const std::string& peer) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (open_ >= options_.max_streams)

@@ -8,7 +8,11 @@
 //   cannot take every place, SPEC §9);
 // - a Put that sends no bytes for `put_idle_timeout` is ended by the sweeper
 //   (its reservation is given back), besides the store's overall put timeout;
-//   so is a Watch whose client takes no event for `watch_stall_timeout`.
+//   so is a Watch whose client takes no event for `watch_stall_timeout`;
+// - the chunks all Get streams hold in flight (a chunk read and not yet taken
+//   by its client) add up to at most `get_buffer_bytes`, beyond a small floor
+//   each stream always has: streams that a client opens and never reads cost
+//   the daemon little, however many they are.
 //
 // Everything here runs on gRPC threads and one sweeper thread of its own; the
 // lock is held only to count or to look at a clock, never across I/O.
@@ -38,6 +42,7 @@ struct stream_limit_options {
   // from its last seq): a stalled watcher must not hold a stream for ever.
   std::chrono::milliseconds watch_stall_timeout{30'000};
   uint32_t max_puts_per_tenant = 256;  // Put streams one tenant may have open
+  uint64_t get_buffer_bytes = 64ull << 20;  // Get chunks in flight, all streams together
 };
 
 /// What a Put stream shares with the sweeper: when bytes last arrived, and the
@@ -99,6 +104,13 @@ class stream_limits {
   /// watch's lock, once no bytes arrived for put_idle_timeout.
   std::shared_ptr<put_watch> watch_put();
 
+  /// The size of a Get stream's next chunk: `wanted` while the chunks of all
+  /// Get streams fit in get_buffer_bytes, else `floor` (a stream always moves).
+  /// The bytes are held until give_get_bytes.
+  size_t take_get_bytes(size_t wanted, size_t floor);
+  void give_get_bytes(size_t bytes);
+  uint64_t get_bytes_held() const { return get_bytes_.load(); }
+
   const stream_limit_options& options() const { return options_; }
   uint32_t open_streams() const;
 
@@ -114,6 +126,7 @@ class stream_limits {
   std::vector<std::weak_ptr<put_watch>> puts_;  // under mutex_
   bool stopping_ = false;                    // under mutex_
   bool closed_since_trim_ = false;           // under mutex_
+  std::atomic<uint64_t> get_bytes_{0};  // Get chunks in flight above the floor
   std::condition_variable wake_;
   std::thread sweeper_;
 };

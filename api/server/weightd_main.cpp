@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   server_options.metrics = std::make_shared<api::rpc_metrics>();
   server_options.streams = {config.max_streams, config.max_streams_per_connection,
                             config.put_idle_timeout, config.watch_stall_timeout,
-                            config.max_puts_per_tenant};
+                            config.max_puts_per_tenant, config.get_buffer_bytes};
   server_options.local_reads = config.local_reads;
   auto auth = api::authenticator::open(config.auth_tokens_file);
   if (!auth) {  // the tokens file named by the configuration: a configuration error
