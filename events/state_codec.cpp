@@ -248,6 +248,13 @@ status check_snapshot(const store_state& state) {
     if (!is_fraction(op.target_hot_ratio)) return bad(name + " has a hot ratio outside [0, 1]");
     const auto* r = index.find(op.revision);
     if (!r) return bad(name + " belongs to no revision");
+    // The system never starts a migration to where the revision already is
+    // (only a repair re-promotes in place), and residency is recorded at an
+    // operation's end: a running automatic one toward it is not a real state.
+    if (op.state == operation_state::running && op.automatic && op.kind == v1::MIGRATING &&
+        op.target == r->residency && op.target != v1::RESIDENCY_MIXED)
+      return bad(name + " is an automatic migration to " + v1::Residency_Name(op.target) +
+                 ", where " + canonical_text(op.revision) + " is already");
     if (op.state == operation_state::running &&
         (r->operation_id != id || op.total_units != r->affinity_units))
       return bad(name + " is running but does not agree with " + canonical_text(op.revision) +

@@ -167,6 +167,20 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with an operation state out 
   }, "state 255");
 }
 
+TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with a running automatic migration to where its revision already is is skipped") {
+  check_skipped(*this, [&](events::store_state& s) {
+    auto& r = s.revisions.revisions.at(id("a"));
+    events::operation_record op;
+    op.id = ++s.revisions.last_operation_id;
+    op.revision = r.id;
+    op.target = r.residency;
+    op.total_units = r.affinity_units;
+    op.automatic = true;
+    r.operation_id = op.id;
+    s.revisions.operations.emplace(op.id, op);
+  }, "already");
+}
+
 TEST_CASE_FIXTURE(lifecycle_fixture, "snapshot: one with a non-canonical group id or manifest key is skipped") {
   check_skipped(*this, [&](events::store_state& s) {
     s.revisions.revisions.at(id("a")).payload_group_id = "weight:elsewhere";
