@@ -361,3 +361,24 @@ TEST_CASE("weightctl --json reads back into the proto: message_from_json inverts
   CHECK(wrong.code() == errc::invalid_argument);
   CHECK(has(wrong.message(), "residency"));
 }
+
+TEST_CASE("weightctl tables: a long id or holder widens its column instead of running into the next") {
+  temp_dir dir;
+  running_daemon d{dir.path() / "var"};
+  std::string resource(60, 'r');
+  import_model(d, dir.path() / "m", "default/" + resource + "@main");
+  auto ls = d.ctl("ls");
+  REQUIRE(ls.exit_code == 0);
+  auto header_end = ls.output.find('\n');
+  auto state_column = ls.output.find("STATE");
+  auto row = ls.output.substr(header_end + 1);
+  CHECK(row.find("READY") == state_column);  // under its header
+  std::string holder(50, 'h');
+  REQUIRE(d.ctl("lease acquire default/" + resource + "@main --holder " + holder + " --ttl 1m")
+              .exit_code == 0);
+  auto leases = d.ctl("lease ls default/" + resource + "@main");
+  auto expires = leases.output.find("EXPIRES");
+  auto lease_row = leases.output.substr(leases.output.find('\n') + 1);
+  CHECK(lease_row.find(holder + " ") != std::string::npos);
+  CHECK(lease_row.find("20") == expires);  // the expiry (a UTC time) under its header
+}

@@ -1,4 +1,6 @@
 #include "api/cli/format.hpp"
+
+#include <algorithm>
 #include "events/time_text.hpp"
 
 #include <google/protobuf/util/json_util.h>
@@ -23,6 +25,12 @@ std::string format_bytes(uint64_t bytes) {
     ++unit;
   }
   return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+size_t column_width(size_t minimum, const std::vector<std::string>& cells) {
+  size_t width = minimum;
+  for (const auto& c : cells) width = std::max(width, c.size());
+  return width;
 }
 
 std::string count_of(uint64_t n, const std::string& one, const std::string& many) {

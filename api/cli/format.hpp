@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "api/common/enum_names.hpp"
 #include "events/events.pb.h"
@@ -11,6 +12,10 @@ namespace weightd::api {
 
 /// "1.5 GiB", "512 B".
 std::string format_bytes(uint64_t bytes);
+
+/// A table column's width: `minimum`, or wider for the longest cell, so that
+/// a long id or holder never runs into the next column.
+size_t column_width(size_t minimum, const std::vector<std::string>& cells);
 
 /// "1 object", "3 objects": a count with its noun in the right number.
 std::string count_of(uint64_t n, const std::string& one, const std::string& many);

@@ -158,9 +158,13 @@ int lease_list(const online_options& o, const std::string& text, std::ostream& o
     out << "no live lease on " << events::canonical_text(*id) << "\n";
     return 0;
   }
-  out << fmt::format("{:<8}  {:<40}  {}\n", "LEASE", "HOLDER", "EXPIRES");
+  std::vector<std::string> holders;
+  for (const auto& l : list->leases()) holders.push_back(l.holder());
+  auto width = column_width(40, holders);
+  out << fmt::format("{:<8}  {:<{}}  {}\n", "LEASE", "HOLDER", width, "EXPIRES");
   for (const auto& l : list->leases())
-    out << fmt::format("{:<8}  {:<40}  {}\n", l.lease_id(), l.holder(), format_time(l.expiry_ms()));
+    out << fmt::format("{:<8}  {:<{}}  {}\n", l.lease_id(), l.holder(), width,
+                       format_time(l.expiry_ms()));
   return 0;
 }
 

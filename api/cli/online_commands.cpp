@@ -71,7 +71,7 @@ result<std::set<std::string>> namespaces_of(client& c, const std::string& tenant
   return found;
 }
 
-constexpr const char* kRevisionRow = "{:<44} {:<9} {:<9} {:>5} {:>10}{}\n";
+constexpr const char* kRevisionRow = "{:<{}} {:<9} {:<9} {:>5} {:>10}{}\n";
 
 }  // namespace
 
@@ -111,17 +111,21 @@ int list_revisions(const online_options& o, const std::string& ns, const std::st
                        all_states ? "" : " (--all shows every state)");
     return 0;
   }
-  out << fmt::format(kRevisionRow, "REVISION", "STATE", "RESIDENCY", "GEN", "SIZE", "  OPERATION");
-  for (const auto& v : views) {
+  std::vector<std::string> ids;
+  for (const auto& v : views)
+    ids.push_back(events::canonical_text(events::revision_key::from_proto(v.id())));
+  auto width = column_width(44, ids);
+  out << fmt::format(kRevisionRow, "REVISION", width, "STATE", "RESIDENCY", "GEN", "SIZE",
+                     "  OPERATION");
+  for (size_t i = 0; i < views.size(); ++i) {
+    const auto& v = views[i];
     // The active operation, if any, at the end: "op 4 -> COLD 3/8 units".
     std::string op;
     if (v.operation_id() && v.has_operation())
       op = fmt::format("  op {} -> {} {}/{} units", v.operation_id(),
                        residency_name(v.operation().target()), v.operation().processed_units(),
                        v.operation().total_units());
-    out << fmt::format(kRevisionRow,
-                       events::canonical_text(events::revision_key::from_proto(v.id())),
-                       availability_name(v.availability()), residency_name(v.residency()),
+    out << fmt::format(kRevisionRow, ids[i], width, availability_name(v.availability()), residency_name(v.residency()),
                        v.metadata_generation(), format_bytes(v.manifest().logical_bytes()), op);
   }
   return 0;

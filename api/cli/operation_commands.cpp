@@ -173,15 +173,19 @@ int list_operations(const online_options& o, const std::string& ns, std::ostream
     return 0;
   }
   // Every cell is formatted first, so that the header sits over its column.
-  constexpr const char* row = "{:<6} {:<40} {:<6} {:>9} {:>22}  {}\n";
-  out << fmt::format(row, "OP", "REVISION", "TO", "UNITS", "BYTES", "MESSAGE");
+  constexpr const char* row = "{:<6} {:<{}} {:<6} {:>9} {:>22}  {}\n";
+  std::vector<std::string> ids;
   for (const auto& op : ops)
-    out << fmt::format(row, op.operation_id(),
-                       events::canonical_text(events::revision_key::from_proto(op.id())),
-                       residency_name(op.target()),
+    ids.push_back(events::canonical_text(events::revision_key::from_proto(op.id())));
+  auto width = column_width(40, ids);
+  out << fmt::format(row, "OP", "REVISION", width, "TO", "UNITS", "BYTES", "MESSAGE");
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    out << fmt::format(row, op.operation_id(), ids[i], width, residency_name(op.target()),
                        fmt::format("{}/{}", op.processed_units(), op.total_units()),
                        format_bytes(op.processed_bytes()) + "/" + format_bytes(op.total_bytes()),
                        in_cli_words(op.message()));
+  }
   return 0;
 }
 
@@ -206,12 +210,17 @@ int reconcile(const online_options& o, bool dry_run, std::ostream& out, std::ost
     out << (dry_run ? "the next round decides nothing\n" : "the round decided nothing\n");
     return 0;
   }
-  out << fmt::format("{:<40} {:<18} {:<6} {}\n", "REVISION", "ACTION", "TO", "REASON");
+  std::vector<std::string> ids;
   for (const auto& d : report->decisions())
-    out << fmt::format("{:<40} {:<18} {:<6} {}\n",
-                       events::canonical_text(events::revision_key::from_proto(d.id())), d.action(),
+    ids.push_back(events::canonical_text(events::revision_key::from_proto(d.id())));
+  auto width = column_width(40, ids);
+  out << fmt::format("{:<{}} {:<18} {:<6} {}\n", "REVISION", width, "ACTION", "TO", "REASON");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const auto& d = report->decisions(static_cast<int>(i));
+    out << fmt::format("{:<{}} {:<18} {:<6} {}\n", ids[i], width, d.action(),
                        d.target() == ev1::RESIDENCY_UNKNOWN ? "-" : residency_name(d.target()),
                        in_cli_words(d.reason()));
+  }
   return 0;
 }
 
