@@ -72,7 +72,7 @@ struct daemon_config {
   uint32_t max_streams = 1024;
   uint32_t max_streams_per_connection = 128;
   uint32_t max_puts_per_tenant = 256;
-  uint64_t get_buffer_bytes = 64 * MiB;  // Get chunks in flight, all streams together
+  uint64_t get_buffer_bytes = 16 * MiB;  // Get chunks in flight, all streams together
   milliseconds put_idle_timeout{30'000};
   milliseconds watch_stall_timeout{30'000};  // a Watch whose client takes nothing this long ends
   double tenant_reserve_ratio = 0.5;

@@ -42,7 +42,7 @@ struct stream_limit_options {
   // from its last seq): a stalled watcher must not hold a stream for ever.
   std::chrono::milliseconds watch_stall_timeout{30'000};
   uint32_t max_puts_per_tenant = 256;  // Put streams one tenant may have open
-  uint64_t get_buffer_bytes = 64ull << 20;  // Get chunks in flight, all streams together
+  uint64_t get_buffer_bytes = 16ull << 20;  // Get chunks in flight, all streams together
 };
 
 /// What a Put stream shares with the sweeper: when bytes last arrived, and the
