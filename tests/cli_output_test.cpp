@@ -324,6 +324,10 @@ TEST_CASE("messages name weightctl's flags and commands, not the RPC's fields") 
         "--ratio must be within (0, 1)");
   CHECK(api::in_cli_words("lease 9 does not exist; acquire one with AcquireLease") ==
         "lease 9 does not exist; acquire one with `weightctl lease acquire`");
+  // Every size of a message in one human unit style (the daemon says bytes).
+  CHECK(api::in_cli_words("the HOT tier cannot fit 20971520 bytes (used 125834780 bytes, "
+                          "reserved 0 bytes of 134217728 bytes)") ==
+        "the HOT tier cannot fit 20.0 MiB (used 120.0 MiB, reserved 0 B of 128.0 MiB)");
 }
 
 TEST_CASE("counts in messages agree with their nouns") {
