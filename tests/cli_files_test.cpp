@@ -17,6 +17,7 @@
 #include <future>
 #include <sstream>
 
+#include "api/cli/exit_codes.hpp"
 #include "api/client/client.hpp"
 #include "daemon_fixture.hpp"
 
@@ -43,8 +44,8 @@ run_result ctl_redirected(const running_daemon& d, const std::string& args) {
                      args + "; }");
 }
 
-constexpr int kExitLocalFile = 74;
-constexpr int kExitInterrupted = 130;
+using api::kExitInterrupted;
+using api::kExitLocalFile;
 
 /// A daemon holding one object `k` of 3000 bytes (put from dir/src).
 struct with_object {
@@ -208,9 +209,7 @@ TEST_CASE("import of a generation that exists is refused before uploading, advis
 TEST_CASE("rm of an id whose only revision is IMPORTING names `weightctl abort`") {
   temp_dir dir;
   running_daemon d{dir.path() / "var"};
-  api::client_options co;
-  co.address = d.address;
-  api::client c{co};
+  api::client c{d.client_options()};
   v1::BeginImportRequest begin;
   auto* id = begin.mutable_id();
   id->set_tenant("default");
@@ -246,9 +245,7 @@ run_result interrupted_import(running_daemon& d, const fs::path& model, const st
           flags.empty() ? nullptr : flags.c_str(), nullptr);
     _exit(127);
   }
-  api::client_options co;
-  co.address = d.address;
-  api::client c{co};
+  api::client c{d.client_options()};
   v1::GetRevisionRequest get;
   get.mutable_id()->set_tenant("default");
   get.mutable_id()->set_ns("default");

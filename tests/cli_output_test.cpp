@@ -324,6 +324,8 @@ TEST_CASE("messages name weightctl's flags and commands, not the RPC's fields") 
         "--ratio must be within (0, 1)");
   CHECK(api::in_cli_words("lease 9 does not exist; acquire one with AcquireLease") ==
         "lease 9 does not exist; acquire one with `weightctl lease acquire`");
+  CHECK(api::in_cli_words("ttl_ms must be within 1..86400000 (24 h), not 90000000") ==
+        "--ttl must be within 1ms..24h, not 25h");
   // Every size of a message in one human unit style (the daemon says bytes).
   CHECK(api::in_cli_words("the HOT tier cannot fit 20971520 bytes (used 125834780 bytes, "
                           "reserved 0 bytes of 134217728 bytes)") ==

@@ -57,9 +57,7 @@ TEST_CASE("cli upsert: a reader holding the base keeps reading it byte-identical
   CHECK(lineage.output.find("RETIRING_BASE") != std::string::npos);
 
   // The reader, under the lease it held before, maps the base: its bytes.
-  api::client_options options;
-  options.address = d.address;
-  api::client c{options};
+  api::client c{d.client_options()};
   v1::OpenLocalRequest open;
   open.mutable_id()->set_resource("policy");
   open.mutable_id()->set_revision("main");

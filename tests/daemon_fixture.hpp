@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/client/client.hpp"
 #include "api/common/loopback.hpp"
 #include "support.hpp"
 
@@ -109,6 +110,13 @@ struct running_daemon {
     stop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     pid = -1;
     return exited && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  /// A C++ client's options for this daemon.
+  api::client_options client_options() const {
+    api::client_options o;
+    o.address = address;
+    return o;
   }
 
   /// Runs weightctl against this daemon.

@@ -1,9 +1,11 @@
 #include "api/cli/cli_words.hpp"
 
+#include <chrono>
 #include <regex>
 #include <utility>
 
 #include "api/cli/format.hpp"
+#include "api/common/units.hpp"
 
 namespace weightd::api {
 
@@ -59,6 +61,12 @@ std::string in_cli_words(const std::string& message, int64_t now_ms) {
   static const std::regex epoch_ms{R"(\b(\d{13}) ms\b)"};
   text = rewrite(text, epoch_ms, [&](const std::smatch& m) {
     return format_time(std::stoll(m[1].str()), now_ms);
+  });
+  // The daemon's ttl range check names milliseconds: "not 90000000" -> "not 25h".
+  static const std::regex ttl_ms{R"(--ttl must be within 1ms\.\.24h, not (\d{1,18}))"};
+  text = rewrite(text, ttl_ms, [](const std::smatch& m) {
+    return "--ttl must be within 1ms..24h, not " +
+           format_duration(std::chrono::milliseconds{std::stoll(m[1].str())});
   });
   // "58720271 hot bytes", "134217728 bytes": sizes.
   static const std::regex byte_count{R"(\b(\d+) (hot )?bytes\b)"};

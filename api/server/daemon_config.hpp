@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "api/common/units.hpp"
+#include "api/server/stream_limits.hpp"
 #include "events/status.hpp"
 #include "persistence/journal_backend.hpp"
 
@@ -69,12 +70,13 @@ struct daemon_config {
   // Limits per client (SPEC §9): open object streams in all and per
   // connection, a Put silent this long is ended, and one tenant's puts in
   // flight reserve at most this fraction of a tier (one put alone always may).
-  uint32_t max_streams = 1024;
-  uint32_t max_streams_per_connection = 128;
-  uint32_t max_puts_per_tenant = 256;
-  uint64_t get_buffer_bytes = 16 * MiB;  // Get chunks in flight, all streams together
-  milliseconds put_idle_timeout{30'000};
-  milliseconds watch_stall_timeout{30'000};  // a Watch whose client takes nothing this long ends
+  // Their defaults are stream_limit_options' own (one place each).
+  uint32_t max_streams = stream_limit_options{}.max_streams;
+  uint32_t max_streams_per_connection = stream_limit_options{}.max_streams_per_connection;
+  uint32_t max_puts_per_tenant = stream_limit_options{}.max_puts_per_tenant;
+  uint64_t get_buffer_bytes = stream_limit_options{}.get_buffer_bytes;  // Get chunks in flight
+  milliseconds put_idle_timeout = stream_limit_options{}.put_idle_timeout;
+  milliseconds watch_stall_timeout = stream_limit_options{}.watch_stall_timeout;
   double tenant_reserve_ratio = 0.5;
   bool local_reads = true;  // OpenLocal: same-host readers map the tier files (SPEC §4)
 
