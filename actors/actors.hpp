@@ -287,6 +287,9 @@ struct revision_view {
   // a revision at 100 000 revisions).
   std::shared_ptr<const events::operation_record> operation;
   int64_t last_operation_end_ms = 0;  // when its last operation ended (the AUTO cooldown)
+  // Only in the reply to a command that carried lineage events `along`:
+  // those events as the journal committed them (the lineage folds these).
+  std::vector<events::v1::Envelope> committed_along;
 };
 
 struct refused_key {

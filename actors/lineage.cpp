@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "actors/errors.hpp"
+#include "actors/journaled.hpp"
 #include "actors/upsert_decide.hpp"
 
 namespace weightd::actors {
@@ -12,6 +13,30 @@ namespace weightd::actors {
 const char* lineage_state::name = "weightd.lineage";
 
 namespace v1 = events::v1;
+
+journaled binding(lineage_pointer self) {
+  auto& st = self->state;
+  return {st.deps.journal, st.deps.timeout, "lineage " + events::canonical_text(st.lineage),
+          [self](const v1::Envelope& e) -> status {
+            auto& st = self->state;
+            if (auto folded = events::evolve_lineages(st.local, e); !folded.ok()) return folded;
+            if (e.has_upsert_claimed()) {
+              const auto& p = e.upsert_claimed();
+              spdlog::info("upsert claimed lineage={} claim={} mode={} base_generation={} "
+                           "target_generation={}",
+                           events::canonical_text(st.lineage), p.request_id(),
+                           events::mode_name(p.mode()), p.base().weight_generation(),
+                           p.target_generation());
+            } else if (e.has_claim_phase_changed()) {
+              const auto& p = e.claim_phase_changed();
+              spdlog::info("upsert phase lineage={} claim={} phase={}{}",
+                           events::canonical_text(st.lineage), p.request_id(),
+                           events::phase_name(p.phase()),
+                           p.reason().empty() ? "" : " reason=\"" + p.reason() + "\"");
+            }
+            return {};
+          }};
+}
 
 namespace {
 
@@ -30,43 +55,25 @@ decide_context context_of(lineage_pointer self) {
   return ctx;
 }
 
-/// Folds the claim events (and the watermark of a commit they went with).
-void apply(lineage_pointer self, const std::vector<v1::Envelope>& events) {
-  for (const auto& e : events) {
-    if (auto st = events::evolve_lineages(self->state.local, e); !st.ok()) {
-      spdlog::error("lineage fold refused its own event: {}", st.to_string());
-      continue;
-    }
-    if (e.has_upsert_claimed()) {
-      const auto& p = e.upsert_claimed();
-      spdlog::info("upsert claimed lineage={} claim={} mode={} base_generation={} "
-                   "target_generation={}",
-                   events::canonical_text(self->state.lineage), p.request_id(),
-                   events::mode_name(p.mode()), p.base().weight_generation(),
-                   p.target_generation());
-    } else if (e.has_claim_phase_changed()) {
-      const auto& p = e.claim_phase_changed();
-      spdlog::info("upsert phase lineage={} claim={} phase={}{}",
-                   events::canonical_text(self->state.lineage), p.request_id(),
-                   events::phase_name(p.phase()),
-                   p.reason().empty() ? "" : " reason=\"" + p.reason() + "\"");
-    }
-  }
+/// A step of a queued command: `finished` is the queue's (command_queue.hpp).
+using finished_fn = std::function<void()>;
+
+/// Queues a command of this lineage; it runs when those before it are done.
+void enqueue(lineage_pointer self, multi_step_command command) {
+  self->state.queue.push(std::move(command));
 }
 
-/// Persist-and-apply of events only the lineage folds.
-void persist(lineage_pointer self, std::vector<v1::Envelope> events, done_fn done) {
-  self->request(self->state.deps.journal, self->state.deps.timeout, append_atom::value,
-                event_batch{events})
-      .await([=](event_batch&) { apply(self, events); done({}); },
-             [=](caf::error& err) { done(to_status(err)); });
+/// Folds claim events the journal committed: along with a revision's
+/// command, they come back in its reply (revision_view::committed_along).
+status fold_along(lineage_pointer self, const std::vector<v1::Envelope>& committed) {
+  return apply_committed(binding(self), committed);
 }
 
 /// A revision's record as it is now (null when it does not exist).
 void fetch(lineage_pointer self, const events::revision_key& id,
            std::function<void(result<record_ptr>)> then) {
   self->request(self->state.deps.revisions, self->state.deps.timeout, get_revision{id, true})
-      .await([=](revision_view& v) { then(std::make_shared<const events::revision_record>(v.record)); },
+      .then([=](revision_view& v) { then(std::make_shared<const events::revision_record>(v.record)); },
              [=](caf::error& err) {
                auto st = to_status(err);
                if (st.code() == errc::not_found) return then(record_ptr{});
@@ -116,19 +123,19 @@ void run_next(lineage_pointer self, const std::string& principal, std::function<
     auto now = self->state.deps.now_ms();
     // The step could not be taken and nothing happened: the claim ends.
     auto end_claim = [=](const std::string& reason) {
-      persist(self, {claim_phase_event(claim, v1::CLAIM_ABORTED, reason, now, principal)}, again);
+      persist_and_apply(self, {claim_phase_event(claim, v1::CLAIM_ABORTED, reason, now, principal)}, again);
     };
     switch (next.step) {
       case upsert_step::wait: return done();
       case upsert_step::phase:
       case upsert_step::abort:
-        return persist(self, {claim_phase_event(claim, next.phase, next.reason, now, principal)},
+        return persist_and_apply(self, {claim_phase_event(claim, next.phase, next.reason, now, principal)},
                        again);
       case upsert_step::retire_base: {
         retire_revision cmd{claim.base(), claim.request_id(), claim.target_generation(), principal,
                             claim.request_id()};
         self->request(self->state.deps.revisions, self->state.deps.timeout, cmd)
-            .await([=](revision_view&) { again({}); },
+            .then([=](revision_view&) { again({}); },
                    [=](caf::error& err) { again(to_status(err)); });
         return;
       }
@@ -136,7 +143,7 @@ void run_next(lineage_pointer self, const std::string& principal, std::function<
         remove_revision cmd{claim.base(), base->metadata_generation, 0, principal,
                             claim.request_id()};
         self->request(self->state.deps.revisions, self->state.deps.timeout, cmd)
-            .await([=](removal_result&) { again({}); },
+            .then([=](removal_result&) { again({}); },
                    [=](caf::error& err) {
                      auto st = to_status(err);
                      if (st.code() != errc::busy && st.code() != errc::stale_generation)
@@ -151,10 +158,7 @@ void run_next(lineage_pointer self, const std::string& principal, std::function<
         auto phase = claim_phase_event(claim, v1::CLAIM_IMPORTING_TARGET, "", now, principal);
         cmd.along = {phase};
         self->request(self->state.deps.revisions, self->state.deps.timeout, cmd)
-            .await([=](revision_view&) {
-                     apply(self, {phase});
-                     again({});
-                   },
+            .then([=](revision_view& v) { again(fold_along(self, v.committed_along)); },
                    [=](caf::error& err) {
                      auto st = to_status(err);
                      if (st.code() == errc::durability_failed || st.code() == errc::internal)
@@ -181,10 +185,18 @@ result<events::upsert_claim> claim_named(lineage_pointer self, const std::string
 
 // ------------------------------------------------------------ the commands
 
-caf::result<lineage_view> begin(lineage_pointer self, begin_upsert cmd) {
-  auto rp = self->make_response_promise<lineage_view>();
-  auto reply = [=]() mutable { rp.deliver(view_of(self)); };
-  auto fail = [=](const status& st) mutable { rp.deliver(to_error(st)); };
+// Each runs from the queue: it answers through `rp`, then calls `finished`.
+
+void begin(lineage_pointer self, begin_upsert cmd, caf::typed_response_promise<lineage_view> rp,
+           finished_fn finished) {
+  auto reply = [=]() mutable {
+    rp.deliver(view_of(self));
+    finished();
+  };
+  auto fail = [=](const status& st) mutable {
+    rp.deliver(to_error(st));
+    finished();
+  };
   auto target_id = cmd.base;
   target_id.generation = cmd.target_generation;
   fetch(self, cmd.base, [=](result<record_ptr> base) mutable {
@@ -203,15 +215,15 @@ caf::result<lineage_view> begin(lineage_pointer self, begin_upsert cmd) {
         auto import = target_import(probe, cmd.principal);
         import.along = {claimed};
         self->request(self->state.deps.revisions, self->state.deps.timeout, import)
-            .await([=](revision_view&) mutable {
-                     apply(self, {claimed});
+            .then([=](revision_view& v) mutable {
+                     if (auto st = fold_along(self, v.committed_along); !st.ok()) return fail(st);
                      reply();
                    },
                    [=](caf::error& err) mutable { fail(to_status(err)); });
         return;
       }
       // DELETE_FIRST: claim, delete the base, begin the target.
-      persist(self, {claimed}, [=](status st) mutable {
+      persist_and_apply(self, {claimed}, [=](status st) mutable {
         if (!st.ok()) return fail(st);
         run_next(self, cmd.principal, [=]() mutable {
           const auto& c = self->state.record().claim;
@@ -222,38 +234,38 @@ caf::result<lineage_view> begin(lineage_pointer self, begin_upsert cmd) {
       });
     });
   });
-  return rp;
 }
 
-caf::result<revision_view> commit(lineage_pointer self, commit_upsert cmd) {
+void commit(lineage_pointer self, commit_upsert cmd, caf::typed_response_promise<revision_view> rp,
+            finished_fn finished) {
+  auto deliver = [=](auto&& answer) mutable {
+    rp.deliver(std::forward<decltype(answer)>(answer));
+    finished();
+  };
   auto claim = claim_named(self, cmd.request_id);
-  if (!claim) return to_error(claim.error());
+  if (!claim) return deliver(to_error(claim.error()));
   auto target_id = cmd.commit.id;
   if (target_id.generation != claim->target_generation())
-    return to_error({errc::invalid_argument,
+    return deliver(to_error({errc::invalid_argument,
                      "target.weight_generation " + std::to_string(target_id.generation) +
-                         " is not the target of " + claim_text(*claim)});
+                         " is not the target of " + claim_text(*claim)}));
   if (claim->phase == v1::CLAIM_ABORTED)
-    return to_error({errc::conflict, claim_text(*claim) + " was aborted: " + claim->reason});
+    return deliver(to_error({errc::conflict, claim_text(*claim) + " was aborted: " + claim->reason}));
   if (claim->mode() == v1::UPSERT_DELETE_FIRST && claim->phase == v1::CLAIM_DELETING_BASE)
-    return to_error({errc::not_ready, "the base of " + claim_text(*claim) +
+    return deliver(to_error({errc::not_ready, "the base of " + claim_text(*claim) +
                                           " is still being deleted; retry once GetLineage shows "
-                                          "IMPORTING_TARGET"});
-  auto rp = self->make_response_promise<revision_view>();
+                                          "IMPORTING_TARGET"}));
   auto principal = cmd.principal;
   // The target as it is now (committed: reply with it).
   auto reply_target = [=]() mutable {
     self->request(self->state.deps.revisions, self->state.deps.timeout, get_revision{target_id, true})
-        .await([=](revision_view& v) mutable { rp.deliver(v); },
-               [=](caf::error& err) mutable { rp.deliver(err); });
+        .then([=](revision_view& v) mutable { deliver(v); },
+               [=](caf::error& err) mutable { deliver(err); });
   };
-  if (claim->committed() || claim->phase == v1::CLAIM_COMPLETED) {
-    reply_target();
-    return rp;
-  }
+  if (claim->committed() || claim->phase == v1::CLAIM_COMPLETED) return reply_target();
   auto c = *claim;
   fetch(self, target_id, [=](result<record_ptr> target) mutable {
-    if (!target) return (void)rp.deliver(to_error(target.error()));
+    if (!target) return deliver(to_error(target.error()));
     if (*target && (*target)->visible())  // committed with a plain CommitImport
       return run_next(self, principal, reply_target);
     auto now = self->state.deps.now_ms();
@@ -265,68 +277,70 @@ caf::result<revision_view> commit(lineage_pointer self, commit_upsert cmd) {
     commit.request_id = cmd.request_id;
     commit.along = {phase};
     self->request(self->state.deps.revisions, self->state.deps.timeout, commit)
-        .await(
+        .then(
             [=](revision_view& committed) mutable {
               events::advance_watermark(self->state.record(), target_id.generation);
-              apply(self, {phase});
-              run_next(self, principal, [=]() mutable { rp.deliver(committed); });
+              auto folded = fold_along(self, committed.committed_along);
+              committed.committed_along.clear();
+              if (!folded.ok()) return deliver(to_error(folded));
+              run_next(self, principal, [=]() mutable { deliver(committed); });
             },
             // A refused commit changes nothing: the target stays IMPORTING
             // under the claim, and a corrected CommitUpsert (or AbortUpsert)
             // follows.
-            [=](caf::error& err) mutable { rp.deliver(err); });
+            [=](caf::error& err) mutable { deliver(err); });
   });
-  return rp;
 }
 
-caf::result<lineage_view> abort(lineage_pointer self, abort_upsert cmd) {
+void abort(lineage_pointer self, abort_upsert cmd, caf::typed_response_promise<lineage_view> rp,
+           finished_fn finished) {
+  auto deliver = [=](auto&& answer) mutable {
+    rp.deliver(std::forward<decltype(answer)>(answer));
+    finished();
+  };
   const auto& newest = self->state.record().claim;
   if (!cmd.request_id.empty() && newest && newest->request_id() != cmd.request_id)
-    return to_error({errc::conflict, "lineage " + events::canonical_text(self->state.record().lineage) +
+    return deliver(to_error({errc::conflict, "lineage " + events::canonical_text(self->state.record().lineage) +
                                          " has " + claim_text(*newest) + ", not claim '" +
-                                         cmd.request_id + "': only its own request id aborts it"});
+                                         cmd.request_id + "': only its own request id aborts it"}));
   auto claim = claim_named(self, cmd.request_id);
-  if (!claim) return to_error(claim.error());
+  if (!claim) return deliver(to_error(claim.error()));
   if (cmd.base.generation != claim->base_generation())
-    return to_error({errc::invalid_argument,
+    return deliver(to_error({errc::invalid_argument,
                      "base.weight_generation " + std::to_string(cmd.base.generation) +
-                         " is not the base of " + claim_text(*claim)});
-  if (claim->phase == v1::CLAIM_ABORTED) return view_of(self);
+                         " is not the base of " + claim_text(*claim)}));
+  if (claim->phase == v1::CLAIM_ABORTED) return deliver(view_of(self));
   if (claim->committed() || claim->phase == v1::CLAIM_COMPLETED)
-    return to_error({errc::conflict, claim_text(*claim) +
+    return deliver(to_error({errc::conflict, claim_text(*claim) +
                                          " has committed its target; the base retires and "
-                                         "nothing is left to abort"});
-  auto rp = self->make_response_promise<lineage_view>();
+                                         "nothing is left to abort"}));
   auto c = *claim;
   auto principal = cmd.principal;
   auto end_claim = [=]() mutable {
-    persist(self,
+    persist_and_apply(self,
             {claim_phase_event(c, v1::CLAIM_ABORTED, "aborted by AbortUpsert",
                                self->state.deps.now_ms(), principal)},
             [=](status st) mutable {
-              if (st.ok()) rp.deliver(view_of(self));
-              else rp.deliver(to_error(st));
+              if (st.ok()) deliver(view_of(self));
+              else deliver(to_error(st));
             });
   };
-  if (c.phase != v1::CLAIM_IMPORTING_TARGET) {  // DELETE_FIRST before its target: no rollback
-    end_claim();
-    return rp;
-  }
+  if (c.phase != v1::CLAIM_IMPORTING_TARGET)  // DELETE_FIRST before its target: no rollback
+    return end_claim();
   fetch(self, c.target(), [=](result<record_ptr> target) mutable {
-    if (!target) return (void)rp.deliver(to_error(target.error()));
+    if (!target) return deliver(to_error(target.error()));
     const auto& t = *target;
     if (t && t->visible())  // committed meanwhile with a plain CommitImport
       return run_next(self, principal, [=]() mutable {
-        rp.deliver(to_error({errc::conflict, "the target of claim '" + c.request_id() +
+        deliver(to_error({errc::conflict, "the target of claim '" + c.request_id() +
                                                  "' is committed; nothing is left to abort"}));
       });
     if (!t || t->availability != v1::IMPORTING) return end_claim();
     abort_import cmd2{c.target(), t->metadata_generation, {}, principal, c.request_id()};
     self->request(self->state.deps.revisions, self->state.deps.timeout, cmd2)
-        .await([=](removal_result&) mutable { end_claim(); },
-               [=](caf::error& err) mutable { rp.deliver(err); });
+        .then([=](removal_result&) mutable { end_claim(); },
+               [=](caf::error& err) mutable { deliver(err); });
   });
-  return rp;
 }
 
 }  // namespace
@@ -338,19 +352,35 @@ lineage_actor::behavior_type lineage_impl(lineage_pointer self, events::revision
   self->state.local.lineages[lineage] = std::move(initial);
   self->state.deps = std::move(deps);
   return {
-      [=](begin_upsert& cmd) { return begin(self, std::move(cmd)); },
-      [=](commit_upsert& cmd) { return commit(self, std::move(cmd)); },
-      [=](abort_upsert& cmd) { return abort(self, std::move(cmd)); },
+      [=](begin_upsert& cmd) {
+        auto rp = self->make_response_promise<lineage_view>();
+        enqueue(self, [=](finished_fn finished) { begin(self, cmd, rp, finished); });
+        return rp;
+      },
+      [=](commit_upsert& cmd) {
+        auto rp = self->make_response_promise<revision_view>();
+        enqueue(self, [=](finished_fn finished) { commit(self, cmd, rp, finished); });
+        return rp;
+      },
+      [=](abort_upsert& cmd) {
+        auto rp = self->make_response_promise<lineage_view>();
+        enqueue(self, [=](finished_fn finished) { abort(self, cmd, rp, finished); });
+        return rp;
+      },
       [=](get_lineage&) -> caf::result<lineage_view> { return view_of(self); },
       [=](revision_view& v) {
-        // A READY (or DEGRADED) generation was committed: the watermark rule.
-        if (v.record.visible()) events::advance_watermark(self->state.record(), v.record.id.generation);
-        const auto& c = self->state.record().claim;
-        if (c && !c->finished()) run_next(self, "", [] {});
+        enqueue(self, [=](finished_fn finished) {
+          // A READY (or DEGRADED) generation was committed: the watermark rule.
+          if (v.record.visible())
+            events::advance_watermark(self->state.record(), v.record.id.generation);
+          const auto& c = self->state.record().claim;
+          if (!c || c->finished()) return finished();
+          run_next(self, "", finished);
+        });
       },
       [=](caf::tick_atom) {
         self->state.retry_scheduled = false;
-        run_next(self, "", [] {});
+        enqueue(self, [=](finished_fn finished) { run_next(self, "", finished); });
       },
   };
 }

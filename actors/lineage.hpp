@@ -2,8 +2,11 @@
 // event-sourced entity (SPEC §4 Lineage replacement). It owns the lineage's
 // watermark and claim and drives a claim through its phases with the
 // revisions' own commands (begin, commit, retire, remove), sent through the
-// registry. Every step awaits its reply, so the lineage takes one command at
-// a time and later ones wait in its mailbox — no two claims race.
+// registry. Its commands run one at a time from its command queue
+// (command_queue.hpp), so no two claims race, while GetLineage is answered
+// from the durable record. Its own events change it through
+// persist_and_apply (journaled.hpp); the events that commit along with a
+// revision's command come back, as committed, in that command's reply.
 //
 // Crash safety comes from what commits together: the UpsertClaimed event
 // goes into the journal in the same transaction as the target's ImportBegun
@@ -17,6 +20,7 @@
 #include <functional>
 
 #include "actors/actors.hpp"
+#include "actors/command_queue.hpp"
 #include "events/lineage_state.hpp"
 
 namespace weightd::actors {
@@ -34,6 +38,7 @@ struct lineage_state {
   events::revision_key lineage;
   events::lineage_index local;  // this lineage's record: its durable fold
   lineage_deps deps;
+  command_queue<std::monostate> queue;  // begin, commit, abort, and the steps they wake
   bool retry_scheduled = false;
   static const char* name;
   events::lineage_record& record() {
@@ -44,6 +49,11 @@ struct lineage_state {
 };
 
 using lineage_pointer = lineage_actor::stateful_pointer<lineage_state>;
+
+/// How a lineage persists and folds (journaled.hpp): evolve_lineages, with
+/// the claim's one log line per change.
+struct journaled;
+journaled binding(lineage_pointer self);
 
 lineage_actor::behavior_type lineage_impl(lineage_pointer self, events::revision_key lineage,
                                           events::lineage_record initial, lineage_deps deps);

@@ -6,6 +6,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/eviction_plan.hpp"
+#include "actors/journaled.hpp"
 #include "actors/revision_change_log.hpp"  // change_log::quote_value
 #include "actors/validate.hpp"
 #include "events/evolve.hpp"
@@ -142,24 +143,18 @@ void void_scrub_verdicts(object_store_state& st, const v1::Envelope& e) {
   st.scrubbing.erase({ref, v1::TIER_COLD});
 }
 
-/// Persists `batch`, then applies it to the index; `done` runs after both.
-void persist(store_pointer self, std::vector<v1::Envelope> batch, std::function<void(status)> done) {
-  self->request(self->state.journal, self->state.config.journal_timeout, append_atom::value,
-                event_batch{std::move(batch)})
-      .then(
-          [=](event_batch& committed) {
-            status result;
-            for (const auto& e : committed.events) {
-              void_scrub_verdicts(self->state, e);
-              if (auto st = events::evolve_objects(self->state.index, e); !st.ok()) {
-                spdlog::error("object index diverged from the journal: {}", st.to_string());
-                result = st;
-              }
-            }
-            done(result);
-          },
-          [=](caf::error& err) { done(to_status(err)); });
+}  // namespace
+
+journaled binding(object_store_actor::stateful_pointer<object_store_state> self) {
+  auto& st = self->state;
+  return {st.journal, st.config.journal_timeout, "the object store",
+          [self](const v1::Envelope& e) {
+            void_scrub_verdicts(self->state, e);
+            return events::evolve_objects(self->state.index, e);
+          }};
 }
+
+namespace {
 
 // ------------------------------------------------------- capacity, eviction
 
@@ -214,7 +209,7 @@ void start_eviction(store_pointer self, const eviction_plan& plan,
     files.push_back(st.files.hot->object_path(ref).string());
   }
   st.hot_freeing += plan.bytes;
-  persist(self, std::move(batch), [=](status result) {
+  persist_and_apply(self, std::move(batch), [=](status result) {
     auto& st = self->state;
     st.hot_freeing -= plan.bytes;
     for (const auto& ref : plan.victims) {
@@ -533,7 +528,7 @@ caf::result<object_info> put_end(store_pointer self, uint64_t id,
             put->set_sha256(digest.sha256);
             put->set_hard_pin(req.hard_pin);
             put->set_tier(p.tier);
-            persist(self, {std::move(e)}, [=](status committed) mutable {
+            persist_and_apply(self, {std::move(e)}, [=](status committed) mutable {
               auto& st = self->state;
               st.busy.erase(p.ref);
               end_share(st, p);
@@ -577,7 +572,7 @@ void remove_records(store_pointer self, std::vector<object_record> records, v1::
     batch.push_back(std::move(e));
     for (auto& path : replica_paths(st, r)) files.push_back(std::move(path));
   }
-  persist(self, std::move(batch), [=](status result) {
+  persist_and_apply(self, std::move(batch), [=](status result) {
     auto& st = self->state;
     for (const auto& r : records) {
       st.busy.erase(r.ref);
@@ -652,7 +647,7 @@ void take_scrub_verdicts(store_pointer self, const scrub_batch& batch) {
                   tier_name(item.tier), describe(item.ref), item.missing ? "missing" : "corrupt");
   }
   if (drops.empty()) return;
-  persist(self, drops, [=](status s) {
+  persist_and_apply(self, drops, [=](status s) {
     auto& st = self->state;
     for (const auto& e : drops) st.busy.erase(object_of(e));
     if (!s.ok()) {
@@ -990,7 +985,7 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
                       added->set_tenant(ref.tenant);
                       added->set_key(ref.key);
                       added->set_tier(tier);
-                      persist(self, {std::move(e)}, [=](status s) mutable {
+                      persist_and_apply(self, {std::move(e)}, [=](status s) mutable {
                         if (!s.ok()) unlink_files(self, {final_path});
                         finish(s);
                       });
@@ -1027,7 +1022,7 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
           dropped->set_reason(reason);
           auto path = st.files.of(tier).object_path(ref).string();
           auto rp = self->make_response_promise<object_info>();
-          persist(self, {std::move(e)}, [=](status s) mutable {
+          persist_and_apply(self, {std::move(e)}, [=](status s) mutable {
             auto& st = self->state;
             st.busy.erase(ref);
             if (!s.ok()) {

@@ -82,6 +82,12 @@ struct object_store_deps {
   std::set<events::group_ref> damaged;  // groups that lost replicas in the startup check
 };
 
+/// How the object store persists and folds (journaled.hpp): its committed
+/// events through evolve_objects; an event on a replica out being scrubbed
+/// voids that scrub's verdict.
+struct journaled;
+journaled binding(object_store_actor::stateful_pointer<object_store_state> self);
+
 object_store_actor spawn_object_store(caf::actor_system& sys, object_store_config config,
                                       object_store_deps deps);
 

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "actors/errors.hpp"
 #include "actors/lease_decide.hpp"
@@ -24,9 +25,12 @@ revision_view current_view(rev_pointer self) {
   return view_of(*self->state.record(), self->state.local);
 }
 
-/// Persist-and-apply for a step of a multi-step command.
-void persist(rev_pointer self, std::vector<v1::Envelope> events, std::function<void(status)> done) {
-  persist_and_apply(self, std::move(events), std::move(done));
+/// The current view with the lineage events the last commit carried along,
+/// as the journal committed them: what an upsert's lineage folds.
+revision_view view_with_along(rev_pointer self) {
+  auto view = current_view(self);
+  view.committed_along = std::exchange(self->state.committed_along, {});
+  return view;
 }
 
 // ---------------------------------------------------------------- deletion
@@ -43,7 +47,7 @@ void remove_batches(rev_pointer self, std::shared_ptr<std::vector<std::vector<st
     auto* p = e.mutable_revision_deleted();
     *p->mutable_id() = r.id.to_proto();
     for (const auto& k : out->removed_keys) p->add_removed_keys(k);
-    persist(self, {std::move(e)}, [=](status s) {
+    persist_and_apply(self, {std::move(e)}, [=](status s) {
       if (!s.ok()) return done(s);
       out->view = current_view(self);
       done(*out);
@@ -140,7 +144,7 @@ void abandon_if_idle(rev_pointer self, std::function<void()> finished) {
             auto decided = decide_abandon(*self->state.record(), group.last_put_ms,
                                           self->state.deps.import_abandon, context(self));
             if (!decided.changes()) return finished();
-            persist(self, std::move(decided.events), [=](status s) {
+            persist_and_apply(self, std::move(decided.events), [=](status s) {
               if (!s.ok()) {
                 spdlog::warn("abandoning {} not recorded: {}; the next round retries",
                              events::canonical_text(self->state.id), s.to_string());
@@ -199,6 +203,28 @@ auto on_record(Decide decide) {
                   const decide_context& ctx) -> result<decision> { return decide(r, ctx); };
 }
 
+/// BeginImport with an upsert's claim events along. It runs alone so that
+/// its reply carries those events as committed; they go only with a new
+/// import.
+void begin_with_claim(rev_pointer self, const begin_import& cmd,
+                      caf::typed_response_promise<revision_view> rp, std::function<void()> finished) {
+  auto decided = decide_begin(self->state.record(), cmd, context(self));
+  if (decided && !decided->changes())
+    decided = status{errc::conflict, "revision " + events::canonical_text(cmd.id) +
+                                         " exists already; an upsert targets a new one"};
+  if (!decided) {
+    rp.deliver(to_error(decided.error()));
+    return finished();
+  }
+  auto events = std::move(decided->events);
+  for (const auto& e : cmd.along) events.push_back(e);
+  persist_and_apply(self, std::move(events), [=](status s) mutable {
+    if (s.ok()) rp.deliver(view_with_along(self));
+    else rp.deliver(to_error(s));
+    finished();
+  });
+}
+
 /// The operation `id` of this revision, as a reply.
 caf::result<events::operation_record> operation_reply(const events::revision_index& fold,
                                                       uint64_t id) {
@@ -242,6 +268,8 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
   self->state.id = id;
   self->state.local = std::move(initial);
   self->state.deps = std::move(deps);
+  self->state.queue = command_queue<decision_command>(
+      [self](auto next, auto finished) { run_decisions(self, next, finished); });
   auto view_reply = [id](const events::revision_index& fold) { return view_of(*fold.find(id), fold); };
   auto operation_of = [id](const events::revision_index& fold) {
     const auto* op = newest_operation(fold, id);
@@ -251,17 +279,15 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
       // ------------------------------------------------- decision commands
       [=](begin_import& cmd) {
         auto rp = self->make_response_promise<revision_view>();
+        if (!cmd.along.empty()) {  // an upsert's: alone, its reply carries the claim's events
+          enqueue_multi_step(self, [=](std::function<void()> finished) mutable {
+            begin_with_claim(self, cmd, rp, finished);
+          });
+          return rp;
+        }
         enqueue_decision<revision_view>(
             self, rp,
-            on_record([cmd](auto* r, const auto& ctx) -> result<decision> {
-              auto decided = decide_begin(r, cmd, ctx);
-              if (!decided || cmd.along.empty()) return decided;
-              if (!decided->changes())  // the claim's events go only with a new import
-                return status{errc::conflict, "revision " + events::canonical_text(cmd.id) +
-                                                  " exists already; an upsert targets a new one"};
-              for (const auto& e : cmd.along) decided->events.push_back(e);
-              return decided;
-            }),
+            on_record([cmd](auto* r, const auto& ctx) { return decide_begin(r, cmd, ctx); }),
             view_reply);
         return rp;
       },
@@ -388,12 +414,11 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
                     if (!decided) return fail(decided.error());
                     auto events = std::move(decided->events);
                     for (const auto& e : cmd.along) events.push_back(e);
-                    persist(self, std::move(events),
-                            [=](status s) mutable {
-                              if (!s.ok()) return fail(s);
-                              rp.deliver(current_view(self));
-                              finished();
-                            });
+                    persist_and_apply(self, std::move(events), [=](status s) mutable {
+                      if (!s.ok()) return fail(s);
+                      rp.deliver(view_with_along(self));
+                      finished();
+                    });
                   },
                   [=](caf::error& err) mutable { fail(to_status(err)); });
         });
@@ -409,7 +434,7 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
           }
           auto extra = cleaned_keys(cmd.keys_to_remove);  // as the event records them
           if (!decided->changes()) return delete_and_reply(self, extra, rp, finished);
-          persist(self, std::move(decided->events), [=](status s) mutable {
+          persist_and_apply(self, std::move(decided->events), [=](status s) mutable {
             if (s.ok()) return delete_and_reply(self, extra, rp, finished);
             rp.deliver(to_error(s));
             finished();
@@ -432,7 +457,7 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
             finished();
           };
           if (!decided->changes()) return reply();
-          persist(self, std::move(decided->events), [=](status s) mutable {
+          persist_and_apply(self, std::move(decided->events), [=](status s) mutable {
             if (s.ok()) return reply();
             rp.deliver(to_error(s));
             finished();
@@ -474,7 +499,7 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
           };
           auto decided = decide_reconcile(*r, context(self));
           if (!decided.changes()) return next({});
-          persist(self, std::move(decided.events), next);
+          persist_and_apply(self, std::move(decided.events), next);
         });
       },
       // ------------------------------------------- reads: the durable record

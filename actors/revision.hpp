@@ -9,13 +9,12 @@
 #pragma once
 
 #include <atomic>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
-#include <variant>
 
 #include "actors/actors.hpp"
+#include "actors/command_queue.hpp"
 #include "actors/migration_plan.hpp"
 #include "actors/revision_decide.hpp"
 
@@ -32,9 +31,6 @@ struct decided_command {
 using decision_command = std::function<decided_command(
     events::revision_index& scratch, const decide_context& ctx, bool after_pending)>;
 
-/// A queued multi-step command: runs alone and calls `finished` exactly once,
-/// on every path, when its last step is done; the queue then runs what waited.
-using multi_step_command = std::function<void(std::function<void()> finished)>;
 
 /// What every revision actor shares.
 struct revision_deps {
@@ -60,10 +56,12 @@ struct revision_state {
   events::revision_key id;
   events::revision_index local;  // this revision's record and operations: its durable fold
   revision_deps deps;
-  // Commands in arrival order (revision_queue.hpp): a decision command, or a
+  // Commands in arrival order (revision_queue.hpp): decision commands, or a
   // multi-step command to run alone.
-  std::deque<std::variant<decision_command, multi_step_command>> queue;
-  bool busy = false;         // a batch or a multi-step command is in flight
+  command_queue<decision_command> queue;
+  // The lineage events the last committed batch carried along (an upsert's
+  // claim): the reply to that command hands them to the lineage.
+  std::vector<events::v1::Envelope> committed_along;
   bool tick_queued = false;  // a reconcile tick waits in the queue (ticks do not pile up)
   int64_t retry_backoff_ms = 0;  // > 0: the last operation round failed; wait this long
   static const char* name;

@@ -26,23 +26,25 @@ decide_context context(rev_pointer self) {
           [ids = d.lease_ids] { return next_id(*ids); }, d.promotion_headroom->load()};
 }
 
-namespace {
-
-/// Folds events the journal committed into the revision's record, tells the
-/// registry, and schedules what the new record needs. Only live commits come
-/// here (recovery hands a revision its folded record at spawn), so this is
-/// where a state change gets its one log line.
-status apply_committed(rev_pointer self, const std::vector<v1::Envelope>& committed) {
+journaled binding(rev_pointer self) {
   auto& st = self->state;
-  status applied;
-  for (const auto& e : committed) {
-    if (events::is_lineage_event(e)) continue;  // an upsert's, along: its lineage folds it
+  journaled how{st.deps.journal, st.deps.timeout, "revision " + events::canonical_text(st.id), {}};
+  // Only live commits come here (recovery hands a revision its folded record
+  // at spawn), so this is where a state change gets its one log line.
+  how.fold = [self](const v1::Envelope& e) -> status {
+    auto& st = self->state;
+    if (events::is_lineage_event(e)) {  // an upsert's, along: its lineage folds it
+      st.committed_along.push_back(e);
+      return {};
+    }
     change_log::log_committed(e, st.local);
-    if (applied = events::evolve_revisions(st.local, e); !applied.ok()) break;
-    if (applied = events::check_invariants(*st.record(), st.local); !applied.ok()) break;
-  }
-  if (!applied.ok()) spdlog::error("revision fold refused its own event: {}", applied.to_string());
-  if (const auto* r = st.record()) {
+    if (auto applied = events::evolve_revisions(st.local, e); !applied.ok()) return applied;
+    return events::check_invariants(*st.record(), st.local);
+  };
+  how.after = [self](const std::vector<v1::Envelope>& committed) {
+    auto& st = self->state;
+    const auto* r = st.record();
+    if (!r) return;
     self->send(st.deps.registry, view_of(*r, st.local));
     bool drained = r->draining() && r->leases.empty();  // the last lease went: delete now
     bool started = false;  // an operation began: nothing else would run it before the next round
@@ -58,72 +60,36 @@ status apply_committed(rev_pointer self, const std::vector<v1::Envelope>& commit
       st.retry_backoff_ms = 0;
       self->send(self, caf::tick_atom::value);
     }
-  }
-  return applied;
+  };
+  return how;
 }
 
-/// Persists a batch of decided commands, answers every command, pumps again.
-void persist_batch(rev_pointer self, std::vector<v1::Envelope> events,
-                   std::vector<std::function<void(const status&)>> replies) {
-  auto waiting = std::make_shared<decltype(replies)>(std::move(replies));
+void run_decisions(rev_pointer self, std::function<std::optional<decision_command>()> next,
+                   std::function<void()> finished) {
+  constexpr size_t kMaxBatchEvents = 4096;
+  auto scratch = self->state.local;
+  auto ctx = context(self);
+  std::vector<v1::Envelope> events;
+  auto replies = std::make_shared<std::vector<std::function<void(const status&)>>>();
+  while (events.size() < kMaxBatchEvents) {
+    auto command = next();
+    if (!command) break;
+    auto decided = (*command)(scratch, ctx, !events.empty());
+    for (auto& e : decided.events) events.push_back(std::move(e));
+    replies->push_back(std::move(decided.reply));
+  }
+  if (events.empty()) {  // nothing to persist: answer at once
+    for (const auto& reply : *replies) reply(status{});
+    return finished();
+  }
   persist_and_apply(self, std::move(events), [=](status outcome) {
-    for (const auto& reply : *waiting) reply(outcome);
-    self->state.busy = false;
-    pump(self);
+    for (const auto& reply : *replies) reply(outcome);
+    finished();
   });
 }
 
-}  // namespace
-
-void persist_and_apply(rev_pointer self, std::vector<v1::Envelope> events,
-                       std::function<void(status)> done) {
-  self->request(self->state.deps.journal, self->state.deps.timeout, append_atom::value,
-                event_batch{std::move(events)})
-      .then([=](event_batch& committed) { done(apply_committed(self, committed.events)); },
-            [=](caf::error& err) { done(to_status(err)); });
-}
-
-void pump(rev_pointer self) {
-  constexpr size_t kMaxBatchEvents = 4096;
-  auto& st = self->state;
-  while (!st.busy && !st.queue.empty()) {
-    if (auto* multi = std::get_if<multi_step_command>(&st.queue.front())) {
-      auto run = std::move(*multi);
-      st.queue.pop_front();
-      st.busy = true;
-      auto once = std::make_shared<bool>(false);
-      run([self, once] {
-        if (*once) return;  // a second call would start two commands at once
-        *once = true;
-        self->state.busy = false;
-        pump(self);
-      });
-      return;
-    }
-    auto scratch = st.local;
-    auto ctx = context(self);
-    std::vector<v1::Envelope> events;
-    std::vector<std::function<void(const status&)>> replies;
-    while (!st.queue.empty() && events.size() < kMaxBatchEvents) {
-      auto* next = std::get_if<decision_command>(&st.queue.front());
-      if (!next) break;
-      auto decided = (*next)(scratch, ctx, !events.empty());
-      st.queue.pop_front();
-      for (auto& e : decided.events) events.push_back(std::move(e));
-      replies.push_back(std::move(decided.reply));
-    }
-    if (events.empty()) {  // nothing to persist: answer at once
-      for (const auto& reply : replies) reply(status{});
-      continue;
-    }
-    st.busy = true;
-    persist_batch(self, std::move(events), std::move(replies));
-  }
-}
-
 void enqueue_multi_step(rev_pointer self, multi_step_command run) {
-  self->state.queue.emplace_back(std::move(run));
-  pump(self);
+  self->state.queue.push(std::move(run));
 }
 
 }  // namespace weightd::actors

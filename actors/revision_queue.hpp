@@ -1,4 +1,5 @@
-// The revision's command queue and its one persist-and-apply primitive.
+// The revision's command queue (command_queue.hpp) and how it persists
+// (journaled.hpp).
 //
 // Commands run one after another, in arrival order. A *decision* command
 // (BeginImport, UpdatePolicy, Migrate, the lease commands) only decides and
@@ -18,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/errors.hpp"
+#include "actors/journaled.hpp"
 #include "actors/revision.hpp"
 
 namespace weightd::actors {
@@ -25,21 +27,17 @@ namespace weightd::actors {
 /// The decide context of the revision now (clock, id allocators, defaults).
 decide_context context(rev_pointer self);
 
-/// The one way a revision changes. Contract: appends `events` as one atomic
-/// batch; once the journal committed them, folds the committed events into
-/// the record (the same evolve_revisions replay runs, checking the SPEC §3
-/// invariants), tells the registry, schedules what the new record needs (a
-/// delete whose drain ended, a round of a started operation, or of one that
-/// waited for a lease that just ended), then calls
-/// `done` with ok. If the append fails (DURABILITY_FAILED, timeout) nothing
-/// was applied and `done` gets that status: the caller answers its client
-/// with it and retries nothing itself.
-void persist_and_apply(rev_pointer self, std::vector<events::v1::Envelope> events,
-                       std::function<void(status)> done);
+/// How a revision persists and folds (journaled.hpp): its committed events
+/// through evolve_revisions and the SPEC §3 invariants; after each batch it
+/// tells the registry and schedules what the new record needs (a delete
+/// whose drain ended, a round of a started operation, or of one that waited
+/// for a lease that just ended).
+journaled binding(rev_pointer self);
 
-/// Runs what is queued: a multi-step command alone, or every decision
-/// command up to the next multi-step one as one batch.
-void pump(rev_pointer self);
+/// The revision's batch runner: the decision commands at the front of its
+/// queue, decided in order against one scratch fold, persisted together.
+void run_decisions(rev_pointer self, std::function<std::optional<decision_command>()> next,
+                   std::function<void()> finished);
 
 /// Queues a multi-step command.
 void enqueue_multi_step(rev_pointer self, multi_step_command run);
@@ -54,7 +52,7 @@ void enqueue_decision(
         decide,
     std::function<Reply(const events::revision_index&)> reply) {
   auto id = self->state.id;
-  self->state.queue.emplace_back(decision_command{
+  self->state.queue.push_decision(decision_command{
       [=](events::revision_index& scratch, const decide_context& ctx,
           bool after_pending) mutable -> decided_command {
         auto decided = decide(scratch.find(id), scratch, ctx);
@@ -78,7 +76,6 @@ void enqueue_decision(
                   else rp.deliver(to_error(batch));
                 }};
       }});
-  pump(self);
 }
 
 }  // namespace weightd::actors

@@ -234,6 +234,23 @@ TEST_CASE_FIXTURE(upsert_fixture,
 }
 
 TEST_CASE_FIXTURE(upsert_fixture,
+                  "upsert: a claim the journal could not persist changes nothing in memory; "
+                  "the same request then succeeds") {
+  auto [base, u] = ready(gen(1), kCount, kSize);
+  journal->inject(persistence::fault::fail_write);
+  auto failed = begin_up(gen(1), base.record.metadata_generation, 2, "d", v1::UPSERT_DELETE_FIRST);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.error().code() == errc::durability_failed);
+  CHECK_FALSE(lineage(gen(1))->claim.has_value());
+  check_live_equals_fold(gen(1));
+  auto claim = begin_up(gen(1), base.record.metadata_generation, 2, "d", v1::UPSERT_DELETE_FIRST);
+  REQUIRE_MESSAGE(claim.ok(), claim.error().to_string());
+  CHECK(claim->claim->phase == v1::CLAIM_IMPORTING_TARGET);
+  check_live_equals_fold(gen(1));
+  check_journal_verifies();
+}
+
+TEST_CASE_FIXTURE(upsert_fixture,
                   "upsert DELETE_FIRST: BUSY before any side effect while the base has a lease "
                   "or an operation; else the base is deleted first, then the target imports") {
   auto [base, u] = ready(gen(1), kCount, kSize);
