@@ -16,6 +16,8 @@
 #include <optional>
 #include <variant>
 
+#include "actors/stop_gate.hpp"
+
 namespace weightd::actors {
 
 /// A multi-step command: runs alone, calls `finished` once when done.
@@ -30,7 +32,15 @@ class command_queue {
   using batch_runner = std::function<void(std::function<std::optional<Decision>()> next,
                                           std::function<void()> finished)>;
 
-  explicit command_queue(batch_runner batch = {}) : batch_(std::move(batch)) {}
+  /// `gate`: node::stop's (stop_gate.hpp), held while a command runs.
+  explicit command_queue(batch_runner batch = {}, std::shared_ptr<stop_gate> gate = nullptr)
+      : batch_(std::move(batch)), gate_(std::move(gate)) {}
+  command_queue(command_queue&&) = default;
+  command_queue& operator=(command_queue&&) = default;
+  /// An actor that ends with a command in flight lets go of the gate.
+  ~command_queue() {
+    if (busy_ && gate_) gate_->release();
+  }
 
   void push(multi_step_command c) {
     items_.emplace_back(std::move(c));
@@ -54,11 +64,13 @@ class command_queue {
 
   void start() {
     busy_ = true;
+    if (gate_) gate_->hold();
     auto once = std::make_shared<bool>(false);
     auto finished = [this, once] {
       if (*once) return;  // a second call would start two commands at once
       *once = true;
       busy_ = false;
+      if (gate_) gate_->release();
       run();
     };
     if (auto* multi = std::get_if<multi_step_command>(&items_.front())) {
@@ -78,6 +90,7 @@ class command_queue {
   }
 
   batch_runner batch_;
+  std::shared_ptr<stop_gate> gate_;
   std::deque<std::variant<Decision, multi_step_command>> items_;
   bool busy_ = false;
   bool running_ = false;

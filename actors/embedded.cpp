@@ -24,7 +24,8 @@ std::future<result<Reply>> embedded::call(Handle handle, Ts... xs) {
   return future;
 }
 
-result<std::unique_ptr<embedded>> embedded::start(node_config config, unsigned threads) {
+result<std::unique_ptr<embedded>> embedded::start(
+    node_config config, unsigned threads, std::shared_ptr<persistence::journal_backend> backend) {
   std::unique_ptr<embedded> e{new embedded};
   e->config_ = std::make_unique<caf::actor_system_config>();
   add_error_category(*e->config_);
@@ -32,7 +33,7 @@ result<std::unique_ptr<embedded>> embedded::start(node_config config, unsigned t
   e->config_->set("scheduler.max-threads", static_cast<size_t>(threads));
   e->config_->set("scheduler.policy", caf::atom("sharing"));
   e->system_ = std::make_unique<caf::actor_system>(*e->config_);
-  auto started = node::start(*e->system_, std::move(config));
+  auto started = node::start(*e->system_, std::move(config), std::move(backend));
   if (!started) return started.error();
   e->node_ = std::move(*started);
   return e;

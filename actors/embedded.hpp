@@ -18,8 +18,11 @@ namespace weightd::actors {
 
 class embedded {
  public:
-  /// `threads` = CAF workers (0 = number of cores).
-  static result<std::unique_ptr<embedded>> start(node_config config, unsigned threads = 0);
+  /// `threads` = CAF workers (0 = number of cores); `backend` overrides
+  /// the LMDB journal of config.journal (as node::start's).
+  static result<std::unique_ptr<embedded>> start(
+      node_config config, unsigned threads = 0,
+      std::shared_ptr<persistence::journal_backend> backend = nullptr);
   ~embedded();
   embedded(const embedded&) = delete;
   embedded& operator=(const embedded&) = delete;

@@ -108,6 +108,8 @@ void schedule_retry(lineage_pointer self, const status& why) {
 void run_next(lineage_pointer self, const std::string& principal, std::function<void()> done) {
   const auto& l = self->state.record();
   if (!l.claim || l.claim->finished()) return done();
+  // Stopping: no further step (a restart re-derives it from the revisions).
+  if (self->state.deps.gate->closed()) return done();
   auto claim = *l.claim;
   auto again = [=](status st) {
     if (!st.ok()) {
@@ -123,6 +125,8 @@ void run_next(lineage_pointer self, const std::string& principal, std::function<
     auto now = self->state.deps.now_ms();
     // The step could not be taken and nothing happened: the claim ends.
     auto end_claim = [=](const std::string& reason) {
+      // A step refused because the node is stopping is no reason to end it.
+      if (self->state.deps.gate->closed()) return done();
       persist_and_apply(self, {claim_phase_event(claim, v1::CLAIM_ABORTED, reason, now, principal)}, again);
     };
     switch (next.step) {
@@ -351,6 +355,8 @@ lineage_actor::behavior_type lineage_impl(lineage_pointer self, events::revision
   initial.lineage = lineage;
   self->state.local.lineages[lineage] = std::move(initial);
   self->state.deps = std::move(deps);
+  self->state.queue = command_queue<std::monostate>({}, self->state.deps.gate);
+  auto stopping = [self] { return self->state.deps.gate->closed(); };
   return {
       [=](begin_upsert& cmd) {
         auto rp = self->make_response_promise<lineage_view>();
@@ -369,6 +375,7 @@ lineage_actor::behavior_type lineage_impl(lineage_pointer self, events::revision
       },
       [=](get_lineage&) -> caf::result<lineage_view> { return view_of(self); },
       [=](revision_view& v) {
+        if (stopping()) return;  // a restart re-derives the step (next_upsert_step)
         enqueue(self, [=](finished_fn finished) {
           // A READY (or DEGRADED) generation was committed: the watermark rule.
           if (v.record.visible())
@@ -380,6 +387,7 @@ lineage_actor::behavior_type lineage_impl(lineage_pointer self, events::revision
       },
       [=](caf::tick_atom) {
         self->state.retry_scheduled = false;
+        if (stopping()) return;
         enqueue(self, [=](finished_fn finished) { run_next(self, "", finished); });
       },
   };

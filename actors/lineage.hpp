@@ -21,6 +21,7 @@
 
 #include "actors/actors.hpp"
 #include "actors/command_queue.hpp"
+#include "actors/stop_gate.hpp"
 #include "events/lineage_state.hpp"
 
 namespace weightd::actors {
@@ -32,6 +33,7 @@ struct lineage_deps {
   events::policy default_policy;
   std::chrono::seconds timeout{30};
   std::chrono::milliseconds retry_interval{1000};  // a step that failed is retried after this
+  std::shared_ptr<stop_gate> gate = std::make_shared<stop_gate>();  // node::stop's
 };
 
 struct lineage_state {

@@ -67,6 +67,7 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
     backend = std::move(*opened);
   }
   n->backend_ = backend;
+  n->writer_id_ = backend->writer_id();
 
   // 1. Rebuild the state: the newest snapshot plus the fold of the tail,
   //    checking the invariants of every revision an event touches.
@@ -145,6 +146,7 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   deps.import_abandon = config.reconciler.import_abandon;
   deps.migration = config.migration;
   deps.default_policy = config.default_policy;
+  deps.gate = n->gate_;
   auto reconciler = config.reconciler;
   reconciler.high_watermark = config.objects.high_watermark;  // one pair of watermarks
   reconciler.eviction_ratio = config.objects.eviction_ratio;
@@ -171,6 +173,14 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
 
 void node::stop() {
   if (!sys_) return;
+  // Close the gate, then let what runs reach its next durable point
+  // (stop_gate.hpp). On the test scheduler nothing runs unless the test
+  // runs it: there is nothing to wait for.
+  gate_->close();
+  if (detached_ && !gate_->wait_idle(kStopWait))
+    spdlog::warn("node stop: {} command(s) still running after {} s; stopping them where they "
+                 "are (the journal has what they committed, a restart resumes the rest)",
+                 gate_->inside(), kStopWait.count());
   health_->stopping = true;  // the exits below are no failure
   // In the order they must go: nothing new reaches the store and the
   // journal once the registry, the scrubber and the reader have gone.
@@ -207,6 +217,10 @@ void node::stop() {
                              [] {});
     }
   }
+  // The actors that used the journal have ended: let go of it too, so that
+  // its LMDB environment closes now (with its last holder), before a next
+  // node in this process opens it.
+  backend_.reset();
   sys_ = nullptr;
 }
 

@@ -11,6 +11,7 @@
 #include "actors/object_store.hpp"
 #include "actors/registry.hpp"
 #include "actors/scrubber.hpp"
+#include "actors/stop_gate.hpp"
 #include "actors/watchdog.hpp"
 #include "events/state.hpp"
 #include "persistence/journal_backend.hpp"
@@ -59,18 +60,26 @@ class node {
   journal_reader_actor reader() const { return reader_; }
   /// Whether every core actor runs (watchdog.hpp).
   const node_health& health() const { return *health_; }
+  /// The journal; null once stop() returned (it let go of it).
   std::shared_ptr<persistence::journal_backend> backend() const { return backend_; }
+  /// The journal writer's id (the writer_started event's), also after stop().
+  uint64_t writer_id() const { return writer_id_; }
+  /// node::stop's gate (stop_gate.hpp); closing it by hand refuses commands.
+  stop_gate& gate() { return *gate_; }
   /// What startup found and corrected (the recovered state itself is handed
   /// to the actors and not kept: at 100 000 revisions it is hundreds of MB).
   const recovery_report& recovery() const { return report_; }
   /// How long start() took: replay, the tier check, spawning (a restart's cost).
   double startup_seconds() const { return startup_seconds_; }
-  /// Stops the actors (in-flight requests get errors). On real threads
-  /// (config.detached) it returns only once every core actor has ended
-  /// (bounded by kStopWait): the journal writer has made its last append and
-  /// let go of the journal, so a node started next in this process never
-  /// races a late append of this one. On the test scheduler it only sends
-  /// the exits (the test runs them).
+  /// Stops the node in three steps. 1. Closes the gate: new commands are
+  /// refused (BUSY: weightd is stopping), automatic work starts nothing.
+  /// 2. On real threads (config.detached), waits until the commands that
+  /// run have reached their next durable point (bounded by kStopWait).
+  /// 3. Stops the actors and, on real threads, returns only once every core
+  /// actor has ended (bounded by kStopWait) and the node let go of the
+  /// journal: the writer has made its last append, so a node started next
+  /// in this process never races a late append of this one. On the test
+  /// scheduler it only sends the exits (the test runs them).
   void stop();
   static constexpr std::chrono::seconds kStopWait{10};
 
@@ -88,6 +97,8 @@ class node {
   journal_reader_actor reader_;
   caf::actor watchdog_;
   std::shared_ptr<node_health> health_ = std::make_shared<node_health>();
+  std::shared_ptr<stop_gate> gate_ = std::make_shared<stop_gate>();
+  uint64_t writer_id_ = 0;
   std::vector<int> locks_;  // flock'ed files of the directories this node owns
   recovery_report report_;
   double startup_seconds_ = 0;

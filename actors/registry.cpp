@@ -52,14 +52,29 @@ revision_actor actor_for(reg_pointer self, const events::revision_key& id) {
   return actor;
 }
 
-/// Checks the command's identity (defaults filled) and hands the command to
-/// the revision's actor, which answers the client directly.
+/// node::stop closed the gate (stop_gate.hpp): commands that change state
+/// are refused, reads are still answered.
+bool stopping(reg_pointer self) { return self->state.deps.gate->closed(); }
+caf::error stopping_error() {
+  return to_error({errc::busy, "weightd is stopping and accepts no new command; retry once it "
+                               "is back"});
+}
+
+/// Checks the message's identity (defaults filled) and hands it to the
+/// revision's actor, which answers the client directly.
+template <class Reply, class Message>
+caf::result<Reply> hand_over(reg_pointer self, Message& msg) {
+  auto checked = events::checked_revision_key(msg.id.to_proto());
+  if (!checked) return to_error(checked.error());
+  msg.id = *checked;
+  return self->delegate(actor_for(self, msg.id), std::move(msg));
+}
+
+/// A command for one revision: handed over unless the node is stopping.
 template <class Reply, class Command>
 caf::result<Reply> route(reg_pointer self, Command& cmd) {
-  auto checked = events::checked_revision_key(cmd.id.to_proto());
-  if (!checked) return to_error(checked.error());
-  cmd.id = *checked;
-  return self->delegate(actor_for(self, cmd.id), std::move(cmd));
+  if (stopping(self)) return stopping_error();
+  return hand_over<Reply>(self, cmd);
 }
 
 /// A read of one revision: NOT_FOUND when the registry never saw it (no
@@ -70,7 +85,7 @@ caf::result<Reply> route_known(reg_pointer self, Command& cmd) {
   if (checked && !self->state.views.count(*checked))
     return to_error({errc::not_found,
                      "revision " + events::canonical_text(*checked) + " does not exist"});
-  return route<Reply>(self, cmd);
+  return hand_over<Reply>(self, cmd);
 }
 
 /// The actor of a lineage: existing, woken from its fold, or new.
@@ -84,7 +99,8 @@ lineage_actor lineage_actor_for(reg_pointer self, const events::revision_key& id
     st.dormant_lineages.erase(it);
   }
   lineage_deps deps{st.deps.journal, caf::actor_cast<revision_commands>(self), st.deps.now_ms,
-                    st.deps.default_policy, st.deps.timeout, st.deps.reconcile_interval};
+                    st.deps.default_policy, st.deps.timeout, st.deps.reconcile_interval,
+                    st.deps.gate};
   auto actor = self->spawn<caf::linked>(lineage_impl, key, std::move(initial), std::move(deps));
   st.lineage_actors.emplace(key, actor);
   return actor;
@@ -159,6 +175,7 @@ template <class Command>
 caf::result<lease_view> route_lease(reg_pointer self, Command& cmd,
                                     std::function<caf::result<lease_view>(bool)> not_held) {
   auto& st = self->state;
+  if (stopping(self)) return stopping_error();
   if (cmd.lease_id == 0) return to_error({errc::invalid_argument, "lease_id must be at least 1"});
   if (auto it = st.lease_owners.find(cmd.lease_id); it != st.lease_owners.end()) {
     if (!cmd.caller_tenant.empty() && it->second.tenant != cmd.caller_tenant)
@@ -382,9 +399,13 @@ registry_actor spawn_registry(caf::actor_system& sys, events::revision_index rec
         },
         [=](migrate_revision& cmd) { return route<events::operation_record>(self, cmd); },
         [=](get_operation& cmd) { return route_operation(self, cmd); },
-        [=](cancel_operation& cmd) { return route_operation(self, cmd); },
+        [=](cancel_operation& cmd) -> caf::result<events::operation_record> {
+          if (stopping(self)) return stopping_error();
+          return route_operation(self, cmd);
+        },
         [=](auto_migrate& cmd) { return route<events::operation_record>(self, cmd); },
-        [=](reconcile_request& req) {
+        [=](reconcile_request& req) -> caf::result<reconcile_report> {
+          if (!req.dry_run && stopping(self)) return stopping_error();
           auto rp = self->make_response_promise<reconcile_report>();
           reconcile_round(self, req.dry_run, [=](reconcile_report report) mutable { rp.deliver(report); });
           return rp;
@@ -419,15 +440,23 @@ registry_actor spawn_registry(caf::actor_system& sys, events::revision_index rec
         [=](open_local& cmd) { return route_known<local_listing>(self, cmd); },
         [=](list_leases& cmd) { return route_known<lease_list>(self, cmd); },
         [=](caf::tick_atom) {
+          if (stopping(self)) return;  // automatic work starts nothing once stopping
           reconcile_round(self, false, nullptr);
           self->delayed_send(self, self->state.reconciler.interval, caf::tick_atom::value);
         },
         [=](revision_view& view) { learn(self, std::move(view)); },
-        [=](begin_upsert& cmd) { return route_lineage<lineage_view>(self, cmd, cmd.base, "base"); },
-        [=](commit_upsert& cmd) {
+        [=](begin_upsert& cmd) -> caf::result<lineage_view> {
+          if (stopping(self)) return stopping_error();
+          return route_lineage<lineage_view>(self, cmd, cmd.base, "base");
+        },
+        [=](commit_upsert& cmd) -> caf::result<revision_view> {
+          if (stopping(self)) return stopping_error();
           return route_lineage<revision_view>(self, cmd, cmd.commit.id, "target");
         },
-        [=](abort_upsert& cmd) { return route_lineage<lineage_view>(self, cmd, cmd.base, "base"); },
+        [=](abort_upsert& cmd) -> caf::result<lineage_view> {
+          if (stopping(self)) return stopping_error();
+          return route_lineage<lineage_view>(self, cmd, cmd.base, "base");
+        },
         [=](get_lineage& cmd) { return route_lineage<lineage_view>(self, cmd, cmd.lineage, "lineage"); },
     };
   });

@@ -54,6 +54,11 @@ void remove_batches(rev_pointer self, std::shared_ptr<std::vector<std::vector<st
     });
     return;
   }
+  if (st.deps.gate->closed())  // stopping: this batch is the last
+    return done(status{errc::busy, "weightd is stopping: deleting " +
+                                       events::canonical_text(st.id) +
+                                       " stopped between batches; it stays DELETING and "
+                                       "finishes after the restart"});
   auto keys = (*batches)[next];
   self->request(st.deps.store, st.deps.timeout, remove_atom::value, st.id.tenant, keys,
                 v1::REMOVAL_LIFECYCLE)
@@ -269,7 +274,8 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
   self->state.local = std::move(initial);
   self->state.deps = std::move(deps);
   self->state.queue = command_queue<decision_command>(
-      [self](auto next, auto finished) { run_decisions(self, next, finished); });
+      [self](auto next, auto finished) { run_decisions(self, next, finished); },
+      self->state.deps.gate);
   auto view_reply = [id](const events::revision_index& fold) { return view_of(*fold.find(id), fold); };
   auto operation_of = [id](const events::revision_index& fold) {
     const auto* op = newest_operation(fold, id);
@@ -479,6 +485,7 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
       },
       [=](caf::tick_atom) {
         if (self->state.tick_queued) return;  // one is waiting already
+        if (self->state.deps.gate->closed()) return;  // stopping: no automatic work starts
         self->state.tick_queued = true;
         enqueue_multi_step(self, [=](std::function<void()> finished) {
           self->state.tick_queued = false;

@@ -15,6 +15,7 @@
 
 #include "actors/actors.hpp"
 #include "actors/command_queue.hpp"
+#include "actors/stop_gate.hpp"
 #include "actors/migration_plan.hpp"
 #include "actors/revision_decide.hpp"
 
@@ -50,6 +51,9 @@ struct revision_deps {
   std::chrono::milliseconds reconcile_interval{1000};  // the registry's reconciler round
   migration_limits migration;  // the bounds of one operation round
   std::chrono::milliseconds import_abandon{5 * 60'000};  // reconciler_config's, copied by node
+  // node::stop's gate: every revision's and lineage's command queue holds
+  // it while a command runs; closed, automatic work starts nothing.
+  std::shared_ptr<stop_gate> gate = std::make_shared<stop_gate>();
 };
 
 struct revision_state {

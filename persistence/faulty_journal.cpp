@@ -26,7 +26,31 @@ bool faulty_journal::fires(fault, uint64_t& countdown) const {
   return true;
 }
 
+void faulty_journal::hold_appends() {
+  std::lock_guard lock(hold_mutex_);
+  holding_ = true;
+}
+
+void faulty_journal::release_appends() {
+  std::lock_guard lock(hold_mutex_);
+  holding_ = false;
+  released_.notify_all();
+}
+
+size_t faulty_journal::appends_waiting() const {
+  std::lock_guard lock(hold_mutex_);
+  return waiting_;
+}
+
 status faulty_journal::append(std::vector<Envelope>& batch) {
+  {
+    std::unique_lock held(hold_mutex_);
+    if (holding_) {
+      ++waiting_;
+      released_.wait(held, [this] { return !holding_; });
+      --waiting_;
+    }
+  }
   std::lock_guard lock(mutex_);
   if (fsync_failed_)
     return {errc::durability_failed,

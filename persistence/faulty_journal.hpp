@@ -4,9 +4,11 @@
 // A fault is armed for the nth call of its kind from now (1 = the next one)
 // and fires once, except `fail_fsync`, which — like a real failed commit —
 // leaves the journal refusing every append until it is "reopened" (reset()).
+// hold_appends() stalls the disk instead: appends wait until released.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 
@@ -32,6 +34,11 @@ class faulty_journal final : public journal_backend {
   /// Disarms everything and forgets a failed fsync (as a restart would).
   void reset();
   uint64_t faults_fired() const { return fired_; }
+  /// From now on appends wait (the disk stalls) until release_appends().
+  void hold_appends();
+  void release_appends();
+  /// How many appends wait in hold_appends() now.
+  size_t appends_waiting() const;
 
   status append(std::vector<Envelope>& batch) override;
   result<uint64_t> highest_seq() const override { return inner_->highest_seq(); }
@@ -72,6 +79,10 @@ class faulty_journal final : public journal_backend {
   mutable uint64_t read_countdown_ = 0;
   bool fsync_failed_ = false;
   mutable std::atomic<uint64_t> fired_{0};
+  mutable std::mutex hold_mutex_;  // apart from mutex_: a held append holds no other lock
+  std::condition_variable released_;
+  bool holding_ = false;
+  size_t waiting_ = 0;
 };
 
 }  // namespace weightd::persistence

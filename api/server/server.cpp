@@ -741,7 +741,7 @@ class admin_service final : public v1::AdminService::CallbackService {
     }
     auto* reactor = ctx->DefaultReactor();
     resp->set_version(options_.version);
-    resp->set_writer_id(node_.backend()->writer_id());
+    resp->set_writer_id(node_.writer_id());
     auto journal = node_.journal();
     auto store = node_.objects();
     auto registry = node_.registry();

@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
   }
   spdlog::info("weightd ready version={} listen={} journal={} writer_id={} journal_seq={} revisions={} "
                "objects={} hot_bytes={} cold_bytes={} orphan_files_removed={} startup_seconds={:.3f}",
-               WEIGHTD_VERSION, config.listen, node_config.journal.dir.string(), node.backend()->writer_id(),
+               WEIGHTD_VERSION, config.listen, node_config.journal.dir.string(), node.writer_id(),
                report.applied_seq, report.revisions, report.objects, report.hot_bytes,
                report.cold_bytes, report.orphan_files,
                node.startup_seconds());
