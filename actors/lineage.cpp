@@ -6,7 +6,7 @@
 
 #include "actors/errors.hpp"
 #include "actors/journaled.hpp"
-#include "actors/upsert_decide.hpp"
+#include "core/upsert_decide.hpp"
 
 namespace weightd::actors {
 

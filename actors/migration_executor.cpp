@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "actors/lease_decide.hpp"
-#include "actors/replica_observation.hpp"
+#include "core/lease_decide.hpp"
+#include "core/replica_observation.hpp"
 #include "actors/revision_queue.hpp"
 
 namespace weightd::actors {

@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "actors/journal_writer.hpp"
-#include "actors/lease_decide.hpp"
+#include "core/lease_decide.hpp"
 #include "events/evolve.hpp"
 #include "events/revision_state.hpp"
 #include "persistence/replay.hpp"

@@ -5,10 +5,10 @@
 #include <algorithm>
 
 #include "actors/errors.hpp"
-#include "actors/eviction_plan.hpp"
+#include "core/eviction_plan.hpp"
 #include "actors/journaled.hpp"
 #include "actors/revision_change_log.hpp"  // change_log::quote_value
-#include "actors/validate.hpp"
+#include "core/validate.hpp"
 #include "events/evolve.hpp"
 
 namespace weightd::actors {

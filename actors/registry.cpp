@@ -4,9 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/errors.hpp"
-#include "actors/lease_decide.hpp"
-#include "actors/page_token.hpp"
-#include "actors/validate.hpp"
+#include "core/lease_decide.hpp"
+#include "core/page_token.hpp"
+#include "core/validate.hpp"
 
 namespace weightd::actors {
 

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "actors/lineage.hpp"
-#include "actors/reconciler.hpp"
+#include "core/reconcile_plan.hpp"
 #include "actors/revision.hpp"
 
 namespace weightd::actors {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "actors/errors.hpp"
-#include "actors/lease_decide.hpp"
+#include "core/lease_decide.hpp"
 #include "actors/migration_executor.hpp"
 #include "actors/revision_queue.hpp"
 

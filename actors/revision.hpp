@@ -1,5 +1,5 @@
 // The revision actor: one weight revision as an event-sourced entity.
-// Each command: decide (revision_decide.hpp, lease_decide.hpp) -> persist the
+// Each command: decide (core/revision_decide.hpp, core/lease_decide.hpp) -> persist the
 // events -> evolve_revisions -> reply. Commands run one after another from the
 // revision's command queue (revision_queue.hpp): one revision's commands are
 // serialized without a lock, so e.g. two racing mutations never both pass the
@@ -16,8 +16,8 @@
 #include "actors/actors.hpp"
 #include "actors/command_queue.hpp"
 #include "actors/stop_gate.hpp"
-#include "actors/migration_plan.hpp"
-#include "actors/revision_decide.hpp"
+#include "core/migration_plan.hpp"
+#include "core/revision_decide.hpp"
 
 namespace weightd::actors {
 

@@ -49,7 +49,7 @@
 
 #include "actors/embedded.hpp"
 #include "actors/errors.hpp"
-#include "actors/reconciler.hpp"
+#include "core/reconcile_plan.hpp"
 #include "events/digest.hpp"
 #include "events/identity.hpp"
 #include "persistence/tier_store.hpp"

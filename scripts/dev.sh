@@ -67,7 +67,7 @@ build() {
 build_san() {  # seconds each fuzz target runs under ctest
   CC=clang CXX=clang++ cmake -S . -B "$SAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DWEIGHTD_FUZZ=ON -DWEIGHTD_BUILD_BENCH=OFF -DWEIGHTD_FUZZ_SECONDS="$1" >/dev/null
-  cmake --build "$SAN_DIR" -j "$JOBS" --target fuzz_targets weightd_tests
+  cmake --build "$SAN_DIR" -j "$JOBS" --target fuzz_targets weightd_core_tests weightd_tests
 }
 
 # Any sanitizer finding fails the test (UBSan would otherwise only print).

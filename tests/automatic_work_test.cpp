@@ -5,8 +5,8 @@
 
 #include <limits>
 
-#include "actors/lease_decide.hpp"
-#include "actors/revision_decide.hpp"
+#include "core/lease_decide.hpp"
+#include "core/revision_decide.hpp"
 #include "events/revision_state.hpp"
 
 using namespace weightd;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/mixed_planner.hpp"
+#include "core/mixed_plan.hpp"
 
 using namespace weightd;
 using namespace weightd::actors;

@@ -3,7 +3,7 @@
 // the deterministic scheduler with a small HOT tier.
 #include <doctest/doctest.h>
 
-#include "actors/reconciler.hpp"
+#include "core/reconcile_plan.hpp"
 #include "lifecycle_fixture.hpp"
 
 using namespace weightd;

@@ -5,8 +5,8 @@
 
 #include <fstream>
 
-#include "actors/reconciler.hpp"
-#include "actors/replica_observation.hpp"
+#include "core/reconcile_plan.hpp"
+#include "core/replica_observation.hpp"
 #include "actors/scrubber.hpp"
 #include "migration_fixture.hpp"
 

@@ -1,7 +1,7 @@
 // decide functions on their own: rules that are hard to reach through actors.
 #include <doctest/doctest.h>
 
-#include "actors/revision_decide.hpp"
+#include "core/revision_decide.hpp"
 #include "events/revision_state.hpp"
 
 using namespace weightd;

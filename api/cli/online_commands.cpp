@@ -12,7 +12,7 @@
 #include <optional>
 #include <set>
 
-#include "actors/mixed_planner.hpp"
+#include "core/mixed_plan.hpp"
 #include "api/cli/cli_words.hpp"
 #include "api/cli/format.hpp"
 #include "api/cli/journal_commands.hpp"

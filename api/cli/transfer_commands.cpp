@@ -17,7 +17,7 @@
 #include <set>
 #include <thread>
 
-#include "actors/mixed_planner.hpp"
+#include "core/mixed_plan.hpp"
 #include "api/cli/exit_codes.hpp"
 #include "api/cli/format.hpp"
 #include "api/cli/lease_commands.hpp"

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "actors/errors.hpp"
-#include "actors/validate.hpp"
+#include "core/validate.hpp"
 #include "api/server/call_bridge.hpp"
 #include "api/server/convert.hpp"
 #include "api/common/grpc_status.hpp"

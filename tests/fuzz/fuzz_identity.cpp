@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "actors/page_token.hpp"
+#include "core/page_token.hpp"
 #include "events/identity.hpp"
 
 using namespace weightd;

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "quiet_protobuf.hpp"
-#include "actors/lease_decide.hpp"
-#include "actors/revision_decide.hpp"
+#include "core/lease_decide.hpp"
+#include "core/revision_decide.hpp"
 #include "api/server/convert.hpp"
 #include "events/revision_state.hpp"
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/actors.hpp"
-#include "actors/revision_decide.hpp"
+#include "core/messages.hpp"
+#include "core/revision_decide.hpp"
 
 namespace weightd::actors {
 

@@ -1,7 +1,8 @@
-#include "actors/lease_decide.hpp"
+#include "core/lease_decide.hpp"
 
 #include <algorithm>
 
+#include "core/revision_decide.hpp"  // warmth, automatic_migration: an access promotion
 #include "events/time_text.hpp"
 
 namespace weightd::actors {
@@ -12,18 +13,9 @@ using events::revision_record;
 
 namespace {
 
-std::string lease_name(uint64_t id) { return "lease " + std::to_string(id); }
-
 v1::Envelope lease_event(const revision_record& r, const decide_context& ctx,
                          const std::string& principal, const std::string& request_id) {
   return revision_envelope(r.id, ctx.now_ms, principal, request_id);
-}
-
-v1::Envelope expired(const revision_record& r, uint64_t lease_id, const decide_context& ctx) {
-  auto e = lease_event(r, ctx, "", "");
-  *e.mutable_lease_expired()->mutable_id() = r.id.to_proto();
-  e.mutable_lease_expired()->set_lease_id(lease_id);
-  return e;
 }
 
 v1::Envelope revoked(const revision_record& r, uint64_t lease_id, const std::string& reason,
@@ -54,43 +46,6 @@ status check_ttl(uint64_t ttl_ms) {
   return {};
 }
 
-const lease_record* lease_of_holder(const revision_record& r, const std::string& holder) {
-  for (auto it = r.leases.rbegin(); it != r.leases.rend(); ++it)
-    if (it->second.holder == holder) return &it->second;
-  return nullptr;
-}
-
-std::vector<lease_record> live_leases(const revision_record& r, int64_t now_ms) {
-  std::vector<lease_record> out;
-  for (const auto& [id, l] : r.leases)
-    if (l.live_at(now_ms)) out.push_back(l);
-  return out;
-}
-
-std::vector<v1::Envelope> expire_lapsed(const revision_record& r, const decide_context& ctx) {
-  std::vector<v1::Envelope> out;
-  for (const auto& [id, l] : r.leases)
-    if (!l.live_at(ctx.now_ms)) out.push_back(expired(r, id, ctx));
-  return out;
-}
-
-std::string lease_blockers(const revision_record& r, int64_t now_ms) {
-  auto live = live_leases(r, now_ms);
-  if (live.empty()) return "no live lease";
-  std::string holders;
-  int64_t nearest = live.front().expiry_ms;
-  for (const auto& l : live) {
-    if (!holders.empty()) holders += ", ";
-    holders += "'" + l.holder + "' (" + lease_name(l.id) + ")";
-    nearest = std::min(nearest, l.expiry_ms);
-  }
-  char in[32];
-  std::snprintf(in, sizeof in, "%.1f", static_cast<double>(nearest - now_ms) / 1000.0);
-  return std::to_string(live.size()) + (live.size() == 1 ? " live lease" : " live leases") +
-         " held by " + holders + "; the nearest expires at " + events::utc_text(nearest) + " (in " + in +
-         " s)";
-}
-
 result<decision> decide_acquire(const revision_record* current, const acquire_lease& cmd,
                                 const decide_context& ctx) {
   auto holder = cmd.holder;
@@ -119,7 +74,7 @@ result<decision> decide_acquire(const revision_record* current, const acquire_le
   decision d;
   if (const auto* held = lease_of_holder(*current, holder)) {
     if (held->live_at(ctx.now_ms)) return d;  // the holder's live lease, unchanged
-    d.events.push_back(expired(*current, held->id, ctx));
+    d.events.push_back(lease_expired_event(*current, held->id, ctx));
   }
   auto lease_id = ctx.next_lease_id();
   if (lease_id == 0)
@@ -217,7 +172,7 @@ std::vector<v1::Envelope> recovery_lease_events(const events::revision_index& in
   for (const auto& [id, r] : index.revisions)
     for (const auto& [lease_id, l] : r.leases) {
       if (l.expiry_ms < last_event_ms) {
-        out.push_back(expired(r, lease_id, ctx));
+        out.push_back(lease_expired_event(r, lease_id, ctx));
       } else if (l.expiry_ms < now_ms + grace_ms) {
         auto e = lease_event(r, ctx, "", "");
         auto* p = e.mutable_lease_renewed();

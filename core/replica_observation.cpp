@@ -1,8 +1,8 @@
-#include "actors/replica_observation.hpp"
+#include "core/replica_observation.hpp"
 
 #include <set>
 
-#include "actors/migration_plan.hpp"
+#include "core/migration_plan.hpp"
 
 namespace weightd::actors {
 

@@ -1,4 +1,4 @@
-#include "actors/eviction_plan.hpp"
+#include "core/eviction_plan.hpp"
 
 #include <algorithm>
 #include <tuple>

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/actors.hpp"
+#include "core/messages.hpp"
 
 namespace weightd::actors {
 

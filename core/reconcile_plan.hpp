@@ -26,7 +26,7 @@
 #include <chrono>
 #include <map>
 
-#include "actors/actors.hpp"
+#include "core/messages.hpp"
 
 namespace weightd::actors {
 

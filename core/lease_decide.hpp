@@ -1,10 +1,12 @@
 // Leases (SPEC §4) as decisions: pure functions of (record, command, now),
-// like revision_decide.hpp. A lease is *live* while it is in the fold and
+// like core/revision_decide.hpp. A lease is *live* while it is in the fold and
 // its expiry lies ahead; one past its expiry protects nothing even before
 // the reconciler writes its LeaseExpired event.
 #pragma once
 
-#include "actors/revision_decide.hpp"
+#include "core/decision.hpp"
+#include "core/lease_facts.hpp"
+#include "core/messages.hpp"
 
 namespace weightd::actors {
 
@@ -12,10 +14,6 @@ constexpr uint64_t kMaxLeaseTtlMs = 86'400'000;  // 24 h (SPEC §8)
 
 /// ttl_ms within 1..86 400 000, else INVALID_ARGUMENT naming the field.
 status check_ttl(uint64_t ttl_ms);
-
-/// The holder's lease in the fold (live or lapsed), or null.
-const events::lease_record* lease_of_holder(const events::revision_record& r,
-                                            const std::string& holder);
 
 /// AcquireLease: the holder's live lease comes back unchanged (no events);
 /// otherwise a grant, preceded by the expiry of the holder's lapsed lease.
@@ -33,17 +31,6 @@ decision decide_release(const events::revision_record& r, const release_lease& c
 /// RevokeLease: ends a lease now; NOT_FOUND when it is not in the fold.
 result<decision> decide_revoke(const events::revision_record& r, const revoke_lease& cmd,
                                const decide_context& ctx);
-
-/// Leases live at now_ms, by id.
-std::vector<events::lease_record> live_leases(const events::revision_record& r, int64_t now_ms);
-
-/// LeaseExpired events for every lapsed lease of the record.
-std::vector<events::v1::Envelope> expire_lapsed(const events::revision_record& r,
-                                                const decide_context& ctx);
-
-/// What BUSY says about the leases that block a removal: holders, ids and
-/// the nearest expiry.
-std::string lease_blockers(const events::revision_record& r, int64_t now_ms);
 
 /// One reconciler step for one revision: lapsed leases expire; a drain whose
 /// leases are gone starts the delete, and at its deadline the remaining

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "actors/actors.hpp"
-#include "actors/revision_decide.hpp"
+#include "core/messages.hpp"
+#include "core/revision_decide.hpp"
 #include "events/lineage_state.hpp"
 
 namespace weightd::actors {

@@ -1,4 +1,4 @@
-#include "actors/validate.hpp"
+#include "core/validate.hpp"
 
 namespace weightd::actors {
 

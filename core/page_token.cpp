@@ -1,4 +1,4 @@
-#include "actors/page_token.hpp"
+#include "core/page_token.hpp"
 
 #include <vector>
 

@@ -1,6 +1,6 @@
-#include "actors/upsert_decide.hpp"
+#include "core/upsert_decide.hpp"
 
-#include "actors/lease_decide.hpp"
+#include "core/lease_facts.hpp"
 
 namespace weightd::actors {
 

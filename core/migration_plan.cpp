@@ -1,9 +1,9 @@
-#include "actors/migration_plan.hpp"
+#include "core/migration_plan.hpp"
 
 #include <algorithm>
 #include <map>
 
-#include "actors/mixed_planner.hpp"
+#include "core/mixed_plan.hpp"
 
 namespace weightd::actors {
 

@@ -1,11 +1,11 @@
-#include "actors/revision_decide.hpp"
+#include "core/revision_decide.hpp"
 
 #include <cstdio>
 #include <set>
 
-#include "actors/lease_decide.hpp"
-#include "actors/migration_plan.hpp"
-#include "actors/validate.hpp"
+#include "core/lease_facts.hpp"
+#include "core/migration_plan.hpp"
+#include "core/validate.hpp"
 #include "events/digest.hpp"
 
 namespace weightd::actors {
@@ -154,16 +154,6 @@ std::string request_digest(const std::string& operation, const std::vector<std::
   std::string all = events::length_prefixed(operation);
   for (const auto& a : args) all += events::length_prefixed(a);
   return events::sha256_hex(all);
-}
-
-v1::Envelope revision_envelope(const events::revision_key& id, int64_t now_ms,
-                               const std::string& principal, const std::string& request_id) {
-  v1::Envelope e;
-  e.set_stream(events::revision_stream(id));
-  e.set_timestamp_ms(now_ms);
-  e.set_principal(principal);
-  e.set_request_id(request_id);
-  return e;
 }
 
 // ------------------------------------------------------------- BeginImport

@@ -10,27 +10,11 @@
 #include <optional>
 #include <vector>
 
-#include "actors/actors.hpp"
+#include "core/decision.hpp"
+#include "core/messages.hpp"
 #include "events/revision_state.hpp"
 
 namespace weightd::actors {
-
-struct decide_context {
-  int64_t now_ms = 0;
-  events::policy default_policy;            // when a BeginImport names none
-  std::function<uint64_t()> next_operation_id;  // monotonic, never reused; 0 = exhausted
-  std::function<uint64_t()> next_lease_id;      // monotonic, never reused; 0 = exhausted
-  // Hot bytes an access promotion may add (SPEC §4: it starts only when its
-  // extra hot bytes fit under the relief line); INT64_MAX: no limit known.
-  int64_t promotion_headroom_bytes = INT64_MAX;
-};
-
-/// What a command decided: events to persist (all or none), or none at all —
-/// then the reply is the current record unchanged (an idempotent retry).
-struct decision {
-  std::vector<events::v1::Envelope> events;
-  bool changes() const { return !events.empty(); }
-};
 
 /// sha256 over LP(operation) and LP(each argument): what makes two requests
 /// "the same request" for idempotent retries.
@@ -113,10 +97,5 @@ int warmth(events::v1::Residency residency);
 /// The operation a Migrate reply shows: the active one, else the newest.
 const events::operation_record* newest_operation(const events::revision_index& fold,
                                                  const events::revision_key& id);
-
-/// The envelope of an event of revision `id`, stamped with the request.
-events::v1::Envelope revision_envelope(const events::revision_key& id, int64_t now_ms,
-                                       const std::string& principal,
-                                       const std::string& request_id);
 
 }  // namespace weightd::actors

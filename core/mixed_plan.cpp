@@ -1,4 +1,4 @@
-#include "actors/mixed_planner.hpp"
+#include "core/mixed_plan.hpp"
 
 #include <algorithm>
 #include <cmath>

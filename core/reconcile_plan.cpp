@@ -1,10 +1,10 @@
-#include "actors/reconciler.hpp"
+#include "core/reconcile_plan.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <tuple>
 
-#include "actors/revision_decide.hpp"
+#include "core/revision_decide.hpp"
 
 namespace weightd::actors {
 
