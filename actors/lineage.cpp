@@ -48,7 +48,7 @@ lineage_view view_of(lineage_pointer self) {
   return {l.lineage, l.watermark, l.claim};
 }
 
-decide_context context_of(lineage_pointer self) {
+decide_context decide_context_of(lineage_pointer self) {
   decide_context ctx;
   ctx.now_ms = self->state.deps.now_ms();
   ctx.default_policy = self->state.deps.default_policy;
@@ -208,7 +208,7 @@ void begin(lineage_pointer self, begin_upsert cmd, caf::typed_response_promise<l
     fetch(self, target_id, [=](result<record_ptr> target) mutable {
       if (!target) return fail(target.error());
       auto decided = decide_begin_upsert(self->state.record(), base->get(), target->get(), cmd,
-                                         context_of(self));
+                                         decide_context_of(self));
       if (!decided) return fail(decided.error());
       if (decided->retry) return run_next(self, cmd.principal, reply);
       auto claimed = decided->claimed;

@@ -22,7 +22,7 @@
 #include "actors/actors.hpp"
 #include "actors/command_queue.hpp"
 #include "actors/stop_gate.hpp"
-#include "events/lineage_state.hpp"
+#include "events/lineage_fold.hpp"
 
 namespace weightd::actors {
 

@@ -12,7 +12,7 @@
 #include "actors/journal_writer.hpp"
 #include "core/lease_decide.hpp"
 #include "events/evolve.hpp"
-#include "events/revision_state.hpp"
+#include "events/revision_fold.hpp"
 #include "persistence/replay.hpp"
 
 namespace weightd::actors {

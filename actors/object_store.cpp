@@ -7,7 +7,7 @@
 #include "actors/errors.hpp"
 #include "core/eviction_plan.hpp"
 #include "actors/journaled.hpp"
-#include "actors/revision_change_log.hpp"  // change_log::quote_value
+#include "actors/log_value.hpp"
 #include "core/validate.hpp"
 #include "events/evolve.hpp"
 
@@ -445,8 +445,8 @@ caf::result<put_ticket> put_start(store_pointer self, put_request& req) {
     if (!(full && may_spill)) {
       if (full)  // the store is out of room: an operator must act
         spdlog::warn("put refused NO_AVAILABLE_SPACE tenant={} key={} bytes={} error={}",
-                     change_log::quote_value(req.tenant), change_log::quote_value(req.key), req.size,
-                     change_log::quote_value(held.message()));
+                     quote_value(req.tenant), quote_value(req.key), req.size,
+                     quote_value(held.message()));
       return refuse(held, tier);
     }
     ++st.counters.spills;
@@ -458,8 +458,8 @@ caf::result<put_ticket> put_start(store_pointer self, put_request& req) {
       if (cold.code() == errc::no_available_space)
         spdlog::warn("put refused NO_AVAILABLE_SPACE tenant={} key={} bytes={} error={} "
                      "(neither tier has room)",
-                     change_log::quote_value(req.tenant), change_log::quote_value(req.key), req.size,
-                     change_log::quote_value(cold.message()));
+                     quote_value(req.tenant), quote_value(req.key), req.size,
+                     quote_value(cold.message()));
       refuse(cold, v1::TIER_COLD);
     });
   });

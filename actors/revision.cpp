@@ -8,7 +8,8 @@
 
 #include "actors/errors.hpp"
 #include "core/lease_decide.hpp"
-#include "actors/migration_executor.hpp"
+#include "core/revision_decide.hpp"
+#include "actors/operation_rounds.hpp"
 #include "actors/revision_queue.hpp"
 
 namespace weightd::actors {
@@ -147,7 +148,7 @@ void abandon_if_idle(rev_pointer self, std::function<void()> finished) {
       .then(
           [=](group_snapshot& group) {
             auto decided = decide_abandon(*self->state.record(), group.last_put_ms,
-                                          self->state.deps.import_abandon, context(self));
+                                          self->state.deps.import_abandon, decide_context_of(self));
             if (!decided.changes()) return finished();
             persist_and_apply(self, std::move(decided.events), [=](status s) {
               if (!s.ok()) {
@@ -213,7 +214,7 @@ auto on_record(Decide decide) {
 /// import.
 void begin_with_claim(rev_pointer self, const begin_import& cmd,
                       caf::typed_response_promise<revision_view> rp, std::function<void()> finished) {
-  auto decided = decide_begin(self->state.record(), cmd, context(self));
+  auto decided = decide_begin(self->state.record(), cmd, decide_context_of(self));
   if (decided && !decided->changes())
     decided = status{errc::conflict, "revision " + events::canonical_text(cmd.id) +
                                          " exists already; an upsert targets a new one"};
@@ -240,33 +241,6 @@ caf::result<events::operation_record> operation_reply(const events::revision_ind
 }
 
 }  // namespace
-
-revision_view view_of(const events::revision_record& r, const events::revision_index& index) {
-  revision_view v;
-  v.record = r;
-  v.active_lease_count = static_cast<uint32_t>(r.leases.size());
-  for (const auto& [id, l] : r.leases)
-    if (!v.nearest_lease_expiry_ms || l.expiry_ms < v.nearest_lease_expiry_ms)
-      v.nearest_lease_expiry_ms = l.expiry_ms;
-  for (const auto& [op_id, op] : index.operations) {
-    if (!(op.revision == r.id)) continue;
-    if (op_id == r.operation_id) v.operation = std::make_shared<const events::operation_record>(op);
-    else if (op.state != events::operation_state::running)
-      v.last_operation_end_ms = std::max(v.last_operation_end_ms, op.updated_at_ms);
-  }
-  return v;
-}
-
-result<revision_view> get_reply(const revision_view* view, const get_revision& cmd) {
-  const auto* r = view ? &view->record : nullptr;
-  if (!r || (!r->visible() && !cmd.include_hidden))
-    return status{errc::not_found,
-                  "revision " + events::canonical_text(cmd.id) + " does not exist" +
-                      (r ? " (it is " + v1::Availability_Name(r->availability) +
-                               "; pass include_hidden to see it)"
-                         : "")};
-  return *view;
-}
 
 revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_key id,
                                             events::revision_index initial, revision_deps deps) {
@@ -416,7 +390,7 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
                     const auto& r = *self->state.record();
                     if (auto st = validate_commit_group(r, normalized, group); !st.ok())
                       return fail(st);
-                    auto decided = decide_commit(r, normalized, group, context(self));
+                    auto decided = decide_commit(r, normalized, group, decide_context_of(self));
                     if (!decided) return fail(decided.error());
                     auto events = std::move(decided->events);
                     for (const auto& e : cmd.along) events.push_back(e);
@@ -433,7 +407,7 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
       [=](abort_import& cmd) {
         auto rp = self->make_response_promise<removal_result>();
         enqueue_multi_step(self, [=](std::function<void()> finished) mutable {
-          auto decided = decide_abort(self->state.record(), cmd, context(self));
+          auto decided = decide_abort(self->state.record(), cmd, decide_context_of(self));
           if (!decided) {
             rp.deliver(to_error(decided.error()));
             return finished();
@@ -451,7 +425,7 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
       [=](remove_revision& cmd) {
         auto rp = self->make_response_promise<removal_result>();
         enqueue_multi_step(self, [=](std::function<void()> finished) mutable {
-          auto decided = decide_remove(self->state.record(), self->state.local, cmd, context(self));
+          auto decided = decide_remove(self->state.record(), self->state.local, cmd, decide_context_of(self));
           if (!decided) {
             rp.deliver(to_error(decided.error()));
             return finished();
@@ -504,7 +478,7 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
               return abandon_if_idle(self, finished);
             observe_replicas(self, [=] { run_operation_round(self, finished); });
           };
-          auto decided = decide_reconcile(*r, context(self));
+          auto decided = decide_reconcile(*r, decide_context_of(self));
           if (!decided.changes()) return next({});
           persist_and_apply(self, std::move(decided.events), next);
         });

@@ -19,33 +19,14 @@
 #include <string>
 #include <string_view>
 
+#include "actors/log_value.hpp"
 #include "events/identity.hpp"
-#include "events/revision_state.hpp"
+#include "events/revision_fold.hpp"
 #include "events/time_text.hpp"
 
 namespace weightd::actors::change_log {
 
-/// A value in double quotes, `"` and `\` escaped and control characters as
-/// \xNN, so that one log line stays one line and its pairs stay parseable
-/// whatever a client put in a holder or a reason.
-inline std::string quote_value(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+using actors::quote_value;
 
 /// "HOT", "COLD", "MIXED" (the proto's names without their prefix).
 inline std::string residency_name(events::v1::Residency r) {

@@ -3,6 +3,8 @@
 #include <limits>
 
 #include "actors/revision_change_log.hpp"
+#include "core/revision_view.hpp"
+#include "events/evolve.hpp"
 
 namespace weightd::actors {
 
@@ -20,7 +22,7 @@ uint64_t next_id(std::atomic<uint64_t>& ids) {
 }
 }  // namespace
 
-decide_context context(rev_pointer self) {
+decide_context decide_context_of(rev_pointer self) {
   auto& d = self->state.deps;
   return {d.now_ms(), d.default_policy, [ids = d.operation_ids] { return next_id(*ids); },
           [ids = d.lease_ids] { return next_id(*ids); }, d.promotion_headroom->load()};
@@ -68,7 +70,7 @@ void run_decisions(rev_pointer self, std::function<std::optional<decision_comman
                    std::function<void()> finished) {
   constexpr size_t kMaxBatchEvents = 4096;
   auto scratch = self->state.local;
-  auto ctx = context(self);
+  auto ctx = decide_context_of(self);
   std::vector<v1::Envelope> events;
   auto replies = std::make_shared<std::vector<std::function<void(const status&)>>>();
   while (events.size() < kMaxBatchEvents) {

@@ -20,12 +20,12 @@
 
 #include "actors/errors.hpp"
 #include "actors/journaled.hpp"
-#include "actors/revision.hpp"
+#include "actors/revision_state.hpp"
 
 namespace weightd::actors {
 
 /// The decide context of the revision now (clock, id allocators, defaults).
-decide_context context(rev_pointer self);
+decide_context decide_context_of(rev_pointer self);
 
 /// How a revision persists and folds (journaled.hpp): its committed events
 /// through evolve_revisions and the SPEC §3 invariants; after each batch it

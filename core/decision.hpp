@@ -9,7 +9,7 @@
 
 #include "events/events.pb.h"
 #include "events/identity.hpp"
-#include "events/revision_state.hpp"
+#include "events/revision_fold.hpp"
 
 namespace weightd::actors {
 

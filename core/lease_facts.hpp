@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/decision.hpp"
-#include "events/revision_state.hpp"
+#include "events/revision_fold.hpp"
 
 namespace weightd::actors {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "events/events.pb.h"
-#include "events/revision_state.hpp"
+#include "events/revision_fold.hpp"
 #include "events/state.hpp"
 #include "events/status.hpp"
 #include "persistence/tier_store.hpp"

@@ -1,7 +1,7 @@
 // Migration as pure functions (SPEC §4 Migrate, Reconciler): what a
 // revision's payloads look like in the tiers, where each affinity unit
 // should be for a target residency, and what the next bounded round does.
-// The revision actor (migration_executor.cpp) carries the rounds out.
+// The revision actor (operation_rounds.cpp) carries the rounds out.
 //
 // Rules kept here, so the executor cannot break them:
 //  - a unit (a tensor or file: the members sharing an affinity id; a payload

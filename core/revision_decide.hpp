@@ -12,7 +12,7 @@
 
 #include "core/decision.hpp"
 #include "core/messages.hpp"
-#include "events/revision_state.hpp"
+#include "events/revision_fold.hpp"
 
 namespace weightd::actors {
 

@@ -7,7 +7,7 @@
 
 #include "core/messages.hpp"
 #include "core/revision_decide.hpp"
-#include "events/lineage_state.hpp"
+#include "events/lineage_fold.hpp"
 
 namespace weightd::actors {
 

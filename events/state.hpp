@@ -13,8 +13,8 @@
 #include <tuple>
 
 #include "events/events.pb.h"
-#include "events/lineage_state.hpp"
-#include "events/revision_state.hpp"
+#include "events/lineage_fold.hpp"
+#include "events/revision_fold.hpp"
 
 namespace weightd::events {
 

@@ -1,6 +1,6 @@
 // The one error vocabulary of weightd (SPEC §5), shared by every layer.
 //
-// Each code has exactly one gRPC status (api/grpc_status.cpp maps them, in one
+// Each code has exactly one gRPC status (api/common/grpc_status.cpp maps them, in one
 // place). Messages say what happened *and what to do*: "... re-read the
 // revision and retry", "... restart weightd", never just "failed".
 #pragma once

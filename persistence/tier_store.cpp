@@ -82,8 +82,6 @@ struct blob_writer::hashing {
   }
 };
 
-std::string sha256_hex(std::string_view data) { return events::sha256_hex(data); }
-
 std::string xxh3_hex(std::string_view data) { return hex64(XXH3_64bits(data.data(), data.size())); }
 
 // ------------------------------------------------------------- blob writer
@@ -150,7 +148,7 @@ status tier_store::init() const {
 }
 
 std::filesystem::path tier_store::object_path(const events::object_ref& ref) const {
-  auto h = sha256_hex(lp(ref.tenant) + lp(ref.key));
+  auto h = events::sha256_hex(lp(ref.tenant) + lp(ref.key));
   return options_.dir / "objects" / h.substr(0, 2) / h;
 }
 

@@ -123,8 +123,7 @@ class tier_store {
 /// Computes the digest of an existing file (for tests and verification).
 result<blob_digest> digest_file(const std::filesystem::path& path, bool want_sha256);
 
-/// Lowercase hex of sha256(data) and of xxh3-64(data).
-std::string sha256_hex(std::string_view data);
+/// Lowercase hex of xxh3-64(data) (sha256: events/digest.hpp).
 std::string xxh3_hex(std::string_view data);
 
 }  // namespace weightd::persistence

@@ -7,7 +7,7 @@
 
 #include "core/lease_decide.hpp"
 #include "core/revision_decide.hpp"
-#include "events/revision_state.hpp"
+#include "events/revision_fold.hpp"
 
 using namespace weightd;
 using namespace weightd::actors;

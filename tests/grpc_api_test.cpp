@@ -13,6 +13,7 @@
 #include "persistence/tier_store.hpp"
 #include "support.hpp"
 #include "test_node.hpp"
+#include "events/digest.hpp"
 
 using namespace weightd;
 using namespace weightd::test;
@@ -103,14 +104,14 @@ TEST_CASE_FIXTURE(api_fixture, "api: import, commit, read back byte for byte, li
   mh.set_data_type(ev1::DATA_TYPE_METADATA);
   v1::PutResponse put_manifest;
   REQUIRE(put(mh, manifest, &put_manifest).ok());
-  CHECK(put_manifest.object().sha256() == persistence::sha256_hex(manifest));
+  CHECK(put_manifest.object().sha256() == events::sha256_hex(manifest));
 
   v1::CommitImportRequest commit;
   *commit.mutable_id() = rid();
   commit.set_expected_metadata_generation(1);
   auto* m = commit.mutable_manifest();
   m->set_manifest_key(events::manifest_key(key));
-  m->set_manifest_sha256(persistence::sha256_hex(manifest));
+  m->set_manifest_sha256(events::sha256_hex(manifest));
   m->set_payload_keys_sha256(events::payload_keys_sha256(keys));
   m->set_payload_count(2);
   m->set_logical_bytes(big.size() + small.size());

@@ -2,6 +2,7 @@
 // revision's payloads and manifest and drive the registry like a client.
 #pragma once
 
+#include "events/digest.hpp"
 #include "events/identity.hpp"
 #include "store_fixture.hpp"
 
@@ -84,7 +85,7 @@ struct lifecycle_fixture : store_fixture {
     req.data_type = events::v1::DATA_TYPE_METADATA;
     if (auto put_result = put(req, manifest_body); !put_result.ok() && failed(put_result.error()))
       return put_result.error();
-    u.manifest.manifest_sha256 = persistence::sha256_hex(manifest_body);
+    u.manifest.manifest_sha256 = events::sha256_hex(manifest_body);
     u.manifest.payload_keys_sha256 = events::payload_keys_sha256(u.keys);
     u.manifest.payload_count = static_cast<uint64_t>(count);
     u.manifest.logical_bytes = static_cast<uint64_t>(count) * size;

@@ -2,6 +2,7 @@
 // metadata as events, eviction, the guard, leases, recovery.
 #include <doctest/doctest.h>
 
+#include "events/digest.hpp"
 #include "persistence/tier_store.hpp"
 #include "store_fixture.hpp"
 
@@ -36,7 +37,7 @@ TEST_CASE_FIXTURE(store_fixture, "store: a put may ask for COLD, which is fsynce
   REQUIRE_MESSAGE(info.ok(), info.error().to_string());
   CHECK(info->record.cold);
   CHECK_FALSE(info->record.hot);
-  CHECK(info->record.sha256 == persistence::sha256_hex(bytes));
+  CHECK(info->record.sha256 == events::sha256_hex(bytes));
   auto grant = get("cold.bin");
   REQUIRE(grant.ok());
   CHECK(grant->tier == v1::TIER_COLD);

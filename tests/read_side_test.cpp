@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "events/digest.hpp"
 #include "api/client/client.hpp"
 #include "api/client/local_mapping.hpp"
 #include "events/event_type.hpp"
@@ -100,7 +101,7 @@ staged stage(api::client& c, const events::revision_key& key, std::vector<std::s
   s.commit.set_expected_metadata_generation(1);
   auto* m = s.commit.mutable_manifest();
   m->set_manifest_key(events::manifest_key(key));
-  m->set_manifest_sha256(persistence::sha256_hex(s.manifest));
+  m->set_manifest_sha256(events::sha256_hex(s.manifest));
   m->set_payload_keys_sha256(events::payload_keys_sha256(s.keys));
   m->set_payload_count(s.payloads.size());
   m->set_logical_bytes(bytes);
@@ -378,7 +379,7 @@ TEST_CASE_FIXTURE(read_fixture,
     CHECK(f.key() == s.keys[i]);
     CHECK(std::filesystem::path(f.path()).is_absolute());
     CHECK((f.offset() == 0 && f.size() == s.payloads[i].size() && f.tier() == ev1::TIER_HOT));
-    if (!f.sha256().empty()) CHECK(f.sha256() == persistence::sha256_hex(s.payloads[i]));
+    if (!f.sha256().empty()) CHECK(f.sha256() == events::sha256_hex(s.payloads[i]));
     CHECK(mapped->payloads[i].bytes() == s.payloads[i]);
     struct stat st {};
     REQUIRE(::stat(f.path().c_str(), &st) == 0);

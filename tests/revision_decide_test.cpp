@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "core/revision_decide.hpp"
-#include "events/revision_state.hpp"
+#include "events/revision_fold.hpp"
 
 using namespace weightd;
 using namespace weightd::actors;

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "lifecycle_fixture.hpp"
+#include "events/digest.hpp"
 
 using namespace weightd;
 using namespace weightd::test;
@@ -239,7 +240,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "commit: wrong data types and affinity coun
   REQUIRE(put(manifest, body).ok());
   lifecycle_fixture::upload u2;
   u2.keys = {"weights/general"};
-  u2.manifest = {events::manifest_key(rid2), persistence::sha256_hex(body), "",
+  u2.manifest = {events::manifest_key(rid2), events::sha256_hex(body), "",
                  events::payload_keys_sha256(u2.keys), 1, 5};
   auto c2 = commit(rid2, 1, u2);
   CHECK(c2.error().code() == errc::conflict);

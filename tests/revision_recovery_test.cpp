@@ -4,6 +4,7 @@
 
 #include "events/evolve.hpp"
 #include "lifecycle_fixture.hpp"
+#include "events/digest.hpp"
 
 using namespace weightd;
 using namespace weightd::test;
@@ -93,7 +94,7 @@ TEST_CASE_FIXTURE(lifecycle_fixture, "recovery: a restart after every lifecycle 
         u.keys = {"weights/llama-3-8b/main/1/part-0", "weights/llama-3-8b/main/1/part-1"};
         u.manifest = {events::manifest_key(rid), "", "", events::payload_keys_sha256(u.keys), 2, 2000};
         std::string body = "{\"files\":[\"" + u.keys[0] + "\",\"" + u.keys[1] + "\",]}";
-        u.manifest.manifest_sha256 = persistence::sha256_hex(body);
+        u.manifest.manifest_sha256 = events::sha256_hex(body);
         auto c = commit(rid, 1, u);
         REQUIRE_MESSAGE(c.ok(), c.error().to_string());
       },

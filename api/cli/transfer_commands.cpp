@@ -140,7 +140,7 @@ result<bool> stored_matches(const fs::path& file, uint64_t offset, uint64_t size
   in.seekg(static_cast<std::streamoff>(offset));
   in.read(bytes.data(), static_cast<std::streamsize>(size));
   if (!in) return status{errc::internal, "cannot read '" + file.string() + "'"};
-  if (!info.sha256().empty()) return info.sha256() == persistence::sha256_hex(bytes);
+  if (!info.sha256().empty()) return info.sha256() == events::sha256_hex(bytes);
   if (info.checksum_algorithm() == ev1::CHECKSUM_XXH3_64)
     return info.checksum() == persistence::xxh3_hex(bytes);
   return false;  // nothing to compare with: not known to be the same
@@ -541,7 +541,7 @@ int import_dir(const online_options& o, const import_args& t, std::ostream& out,
   if (!put_manifest && resumed && put_manifest.error().code() == errc::object_already_exists) {
     // An earlier run got as far as the manifest: it stands if it is this one.
     auto info = c.stat(id.tenant, events::manifest_key(id));
-    if (info && info->sha256() == persistence::sha256_hex(manifest_json)) put_manifest = *info;
+    if (info && info->sha256() == events::sha256_hex(manifest_json)) put_manifest = *info;
   }
   if (!put_manifest) return abort_with(put_manifest.error());
   if (interrupted()) return stop_interrupted();

@@ -13,7 +13,7 @@
 #include "core/lease_decide.hpp"
 #include "core/revision_decide.hpp"
 #include "api/server/convert.hpp"
-#include "events/revision_state.hpp"
+#include "events/revision_fold.hpp"
 
 using namespace weightd;
 

@@ -1,4 +1,4 @@
-#include "actors/migration_executor.hpp"
+#include "actors/operation_rounds.hpp"
 
 #include <algorithm>
 
@@ -235,7 +235,7 @@ void observe_replicas(rev_pointer self, std::function<void()> then) {
   with_group(self, [=](result<group_snapshot> group) {
     const auto* r = self->state.record();
     if (!group || !r->visible()) return then();  // the next round looks again
-    auto seen = decide_observation(*r, *group, context(self));
+    auto seen = decide_observation(*r, *group, decide_context_of(self));
     if (seen.events.empty()) return then();
     persist_and_apply(self, std::move(seen.events), [=](status s) {
       // Recorded: the DEGRADED and repair lines come from the events (revision_change_log.hpp).

@@ -14,7 +14,7 @@
 // it, naming the member.
 #pragma once
 
-#include "actors/revision.hpp"
+#include "actors/revision_state.hpp"
 
 namespace weightd::actors {
 

@@ -1,4 +1,4 @@
-#include "events/revision_state.hpp"
+#include "events/revision_fold.hpp"
 
 #include "events/event_type.hpp"
 

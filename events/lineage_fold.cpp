@@ -1,4 +1,4 @@
-#include "events/lineage_state.hpp"
+#include "events/lineage_fold.hpp"
 
 #include <algorithm>
 
