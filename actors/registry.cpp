@@ -74,6 +74,7 @@ caf::result<Reply> hand_over(reg_pointer self, Message& msg) {
 template <class Reply, class Command>
 caf::result<Reply> route(reg_pointer self, Command& cmd) {
   if (stopping(self)) return stopping_error();
+  if (auto st = check_command(cmd); !st.ok()) return to_error(st);
   return hand_over<Reply>(self, cmd);
 }
 
@@ -120,6 +121,7 @@ bool lineage_known(reg_pointer self, const events::revision_key& key) {
 template <class Reply, class Command>
 caf::result<Reply> route_lineage(reg_pointer self, Command& cmd, events::revision_key& id,
                                  const char* field) {
+  if (auto st = check_command(cmd); !st.ok()) return to_error(st);
   auto proto = id.to_proto();
   if (proto.weight_generation() == 0) proto.set_weight_generation(1);  // GetLineage names none
   auto checked = events::checked_revision_key(proto);
@@ -176,6 +178,8 @@ caf::result<lease_view> route_lease(reg_pointer self, Command& cmd,
                                     std::function<caf::result<lease_view>(bool)> not_held) {
   auto& st = self->state;
   if (stopping(self)) return stopping_error();
+  // Bad input is INVALID_ARGUMENT whatever the lease id names.
+  if (auto st = check_command(cmd); !st.ok()) return to_error(st);
   if (cmd.lease_id == 0) return to_error({errc::invalid_argument, "lease_id must be at least 1"});
   if (auto it = st.lease_owners.find(cmd.lease_id); it != st.lease_owners.end()) {
     if (!cmd.caller_tenant.empty() && it->second.tenant != cmd.caller_tenant)
@@ -189,6 +193,7 @@ caf::result<lease_view> route_lease(reg_pointer self, Command& cmd,
 template <class Command>
 caf::result<events::operation_record> route_operation(reg_pointer self, Command& cmd) {
   auto& st = self->state;
+  if (auto checked = check_command(cmd); !checked.ok()) return to_error(checked);
   if (cmd.operation_id == 0)
     return to_error({errc::invalid_argument, "operation_id must be at least 1"});
   auto it = st.operation_owners.find(cmd.operation_id);
@@ -412,8 +417,6 @@ registry_actor spawn_registry(caf::actor_system& sys, events::revision_index rec
         },
         [=](acquire_lease& cmd) { return route<lease_view>(self, cmd); },
         [=](renew_lease& cmd) -> caf::result<lease_view> {
-          // Bad input is INVALID_ARGUMENT whatever the lease id names.
-          if (auto st = check_ttl(cmd.ttl_ms); !st.ok()) return to_error(st);
           auto id = cmd.lease_id;
           return route_lease(self, cmd, [id](bool issued) -> caf::result<lease_view> {
             if (!issued) return unknown_lease(id);

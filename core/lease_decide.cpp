@@ -39,18 +39,10 @@ v1::Envelope start_delete(const revision_record& r, const decide_context& ctx) {
 
 }  // namespace
 
-status check_ttl(uint64_t ttl_ms) {
-  if (ttl_ms == 0 || ttl_ms > kMaxLeaseTtlMs)
-    return {errc::invalid_argument,
-            "ttl_ms must be within 1..86400000 (24 h), not " + std::to_string(ttl_ms)};
-  return {};
-}
-
 result<decision> decide_acquire(const revision_record* current, const acquire_lease& cmd,
                                 const decide_context& ctx) {
   auto holder = cmd.holder;
   if (auto st = events::check_identity_part("holder", holder); !st.ok()) return st;
-  if (auto st = check_ttl(cmd.ttl_ms); !st.ok()) return st;
   auto name = "revision " + events::canonical_text(cmd.id);
   if (!current || current->availability == v1::DELETED)
     return status{errc::not_found, name + " does not exist"};
@@ -111,7 +103,6 @@ result<decision> decide_acquire(const revision_record* current, const acquire_le
 
 result<decision> decide_renew(const revision_record& r, const renew_lease& cmd,
                               const decide_context& ctx) {
-  if (auto st = check_ttl(cmd.ttl_ms); !st.ok()) return st;
   auto it = r.leases.find(cmd.lease_id);
   if (it == r.leases.end())
     return status{errc::lease_expired,

@@ -1,7 +1,8 @@
 // Leases (SPEC §4) as decisions: pure functions of (record, command, now),
 // like core/revision_decide.hpp. A lease is *live* while it is in the fold and
 // its expiry lies ahead; one past its expiry protects nothing even before
-// the reconciler writes its LeaseExpired event.
+// the reconciler writes its LeaseExpired event. The command's fields were
+// checked at the boundary (validate.hpp's check_command: ttl_ms).
 #pragma once
 
 #include "core/decision.hpp"
@@ -9,11 +10,6 @@
 #include "core/messages.hpp"
 
 namespace weightd::actors {
-
-constexpr uint64_t kMaxLeaseTtlMs = 86'400'000;  // 24 h (SPEC §8)
-
-/// ttl_ms within 1..86 400 000, else INVALID_ARGUMENT naming the field.
-status check_ttl(uint64_t ttl_ms);
 
 /// AcquireLease: the holder's live lease comes back unchanged (no events);
 /// otherwise a grant, preceded by the expiry of the holder's lapsed lease.

@@ -30,4 +30,11 @@ status check_hex(const char* field, const std::string& value, size_t digits) {
   return {};
 }
 
+status check_ttl(uint64_t ttl_ms) {
+  if (ttl_ms == 0 || ttl_ms > kMaxLeaseTtlMs)
+    return {errc::invalid_argument,
+            "ttl_ms must be within 1..86400000 (24 h), not " + std::to_string(ttl_ms)};
+  return {};
+}
+
 }  // namespace weightd::actors

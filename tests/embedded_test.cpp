@@ -71,3 +71,24 @@ TEST_CASE("embedded: a host imports, commits, lists, leases and removes a revisi
     CHECK(s.stat_object("default", "weights/tiny/part-0").get().error().code() == errc::not_found);
   }
 }
+
+TEST_CASE("embedded: a host's commands pass the same validation boundary as a gRPC client's") {
+  temp_dir dir;
+  actors::node_config config;
+  config.journal.dir = dir.path() / "journal";
+  config.hot = {v1::TIER_HOT, dir.path() / "hot", 16 << 20, false};
+  config.cold = {v1::TIER_COLD, dir.path() / "cold", 0, true};
+  auto store = actors::embedded::start(config, 2);
+  REQUIRE_MESSAGE(store.ok(), store.error().to_string());
+  auto& s = **store;
+  events::revision_key rid{"default", "default", "tiny", "main", 1};
+  auto spaced = s.begin_import({rid, "", 1, 5, false, {}, 0, "host", "has space", {}}).get();
+  REQUIRE_FALSE(spaced.ok());
+  CHECK(spaced.error().code() == errc::invalid_argument);
+  CHECK(spaced.error().message().find("request_id") != std::string::npos);
+  auto forever = s.acquire_lease({rid, 0, "reader", 0, "host", ""}).get();
+  REQUIRE_FALSE(forever.ok());
+  CHECK(forever.error().code() == errc::invalid_argument);
+  CHECK(forever.error().message().find("ttl_ms") != std::string::npos);
+  CHECK(s.list_revisions({}).get()->revisions.empty());  // nothing changed
+}

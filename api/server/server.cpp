@@ -217,10 +217,9 @@ class weight_service final : public v1::WeightService::CallbackService {
     auto cmd = from_proto(request);
     if (!cmd) return reject(ctx, cmd.error());
     using command_type = std::decay_t<decltype(*cmd)>;
-    if constexpr (is_mutation<command_type>::value) {
-      if (auto st = actors::check_request_id(cmd->request_id); !st.ok()) return reject(ctx, st);
-      cmd->principal = who.principal;
-    }
+    // The command's fields are checked once, where every entry passes: the
+    // registry (core/validate.hpp's check_command).
+    if constexpr (is_mutation<command_type>::value) cmd->principal = who.principal;
     if constexpr (names_by_id<command_type>::value)  // a lease or operation of another tenant
       cmd->caller_tenant = who.any_tenant() ? "" : who.tenant;
     return bridge_.call<Reply>(ctx, registry_, fill, std::move(*cmd));

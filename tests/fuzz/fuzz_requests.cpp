@@ -1,6 +1,6 @@
 // Every request a client can send goes through one validation boundary: the
-// conversion from the wire (api/convert) and the pure decide functions of the
-// actors. Whatever the bytes, the answer is a command or an error with a
+// conversion from the wire (api/convert), the command check the registry
+// applies (core/validate.hpp) and the pure decide functions of the core. Whatever the bytes, the answer is a command or an error with a
 // message — never a crash or an exception — and every decision the decide
 // functions take folds cleanly into a state that keeps every invariant.
 //
@@ -12,6 +12,7 @@
 #include "quiet_protobuf.hpp"
 #include "core/lease_decide.hpp"
 #include "core/revision_decide.hpp"
+#include "core/validate.hpp"
 #include "api/server/convert.hpp"
 #include "events/revision_fold.hpp"
 
@@ -73,6 +74,11 @@ void convert(const uint8_t* data, size_t size, Decide&& decide) {
   auto cmd = api::from_proto(req);
   if (!cmd.ok()) {
     if (cmd.error().message().empty()) __builtin_trap();
+    return;
+  }
+  // The boundary the registry applies before any decision (validate.hpp).
+  if (auto st = actors::check_command(*cmd); !st.ok()) {
+    if (st.message().empty()) __builtin_trap();
     return;
   }
   decide(*cmd);
