@@ -105,6 +105,11 @@ inline std::vector<uint64_t> stream_seqs(const persistence::journal_backend& j,
   return out;
 }
 
+/// Whether an error's message says `text`.
+inline bool mentions(const status& st, const std::string& text) {
+  return st.message().find(text) != std::string::npos;
+}
+
 /// `n` bytes of a deterministic pattern (different for each seed).
 inline std::string pattern(size_t n, unsigned seed = 1) {
   std::string s(n, '\0');

@@ -11,12 +11,6 @@ using namespace weightd;
 using namespace weightd::test;
 namespace v1 = events::v1;
 
-namespace {
-bool mentions(const status& st, const std::string& text) {
-  return st.message().find(text) != std::string::npos;
-}
-}  // namespace
-
 // --------------------------------------------------------------- acquire
 
 TEST_CASE_FIXTURE(lifecycle_fixture, "leases: acquire on READY grants a lease with expiry now + ttl") {

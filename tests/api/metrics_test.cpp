@@ -35,7 +35,7 @@ using google::protobuf::UnknownFieldSet;
 
 namespace {
 
-const std::filesystem::path kSourceDir = std::filesystem::path(__FILE__).parent_path().parent_path();
+const std::filesystem::path kSourceDir = WEIGHTD_SOURCE_DIR;
 const std::filesystem::path kBuildDir = std::filesystem::path(WEIGHTD_DAEMON).parent_path().parent_path();
 
 /// A served node with /metrics, after a few calls: one OK, one NOT_FOUND, a Put.

@@ -9,14 +9,6 @@ using namespace weightd;
 using namespace weightd::test;
 namespace v1 = events::v1;
 
-namespace {
-
-bool mentions(const status& st, const std::string& text) {
-  return st.message().find(text) != std::string::npos;
-}
-
-}  // namespace
-
 // ----------------------------------------------------------------- Migrate
 
 TEST_CASE_FIXTURE(migration_fixture, "migrate: HOT to COLD moves every payload to COLD and keeps the manifest HOT") {
