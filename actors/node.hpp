@@ -8,7 +8,7 @@
 
 #include "actors/journal_reader.hpp"
 #include "actors/object_recovery.hpp"
-#include "actors/object_store.hpp"
+#include "actors/object_store/object_store.hpp"
 #include "actors/registry.hpp"
 #include "actors/scrubber.hpp"
 #include "actors/stop_gate.hpp"
