@@ -1,10 +1,14 @@
-// The gRPC server: WeightService, ObjectService and AdminService on gRPC's
-// callback API. A handler never blocks its gRPC thread: a unary call is
-// posted to a long-lived bridge actor, whose request (with the server's
-// deadline) finishes the reactor when the reply comes (call_bridge.hpp). Besides weightd.v1, the server answers the
-// standard grpc.health.v1.Health (SERVING while /healthz would say ok) and
-// server reflection (grpcurl lists and describes the services). Object bytes stream between the call and the
-// tier files in chunks of at most 4 MiB; only metadata goes through actors.
+// The gRPC server's lifecycle: TLS, binding, the health and reflection
+// services, draining at shutdown. The services it serves are a file each
+// (services.hpp: WeightService, ObjectService, AdminService), their streams
+// too (streams.hpp: Watch, Put, Get). A handler never blocks its gRPC
+// thread: a unary call is posted to a long-lived bridge actor, whose request
+// (with the server's deadline) finishes the reactor when the reply comes
+// (call_bridge.hpp). Besides weightd.v1, the server answers the standard
+// grpc.health.v1.Health (SERVING while /healthz would say ok) and server
+// reflection (grpcurl lists and describes the services). Object bytes stream
+// between the call and the tier files in chunks of at most 4 MiB; only
+// metadata goes through actors.
 #pragma once
 
 #include <grpcpp/grpcpp.h>

@@ -1,0 +1,35 @@
+// What the services of the gRPC server share: turning a call away with its
+// status, and admitting a caller (SPEC §9) before the call does anything.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <utility>
+
+#include "api/common/grpc_status.hpp"
+#include "api/server/auth.hpp"
+
+namespace weightd::api {
+
+using grpc::CallbackServerContext;
+using grpc::ServerUnaryReactor;
+
+/// Finishes a unary call with `st` at once.
+inline ServerUnaryReactor* reject(CallbackServerContext* ctx, const status& st) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(to_grpc(ctx, st));
+  return reactor;
+}
+
+/// The caller of a call may make it (SPEC §9): the request with the caller's
+/// tenant in every tenant field, or UNAUTHENTICATED / PERMISSION_DENIED.
+template <class Request>
+result<std::pair<caller, Request>> admit(const authenticator& auth, const grpc::ServerContextBase* ctx,
+                                         const Request& req) {
+  auto request = req;
+  auto who = auth.authorize(*ctx, request);
+  if (!who) return who.error();
+  return std::pair{std::move(*who), std::move(request)};
+}
+
+}  // namespace weightd::api
