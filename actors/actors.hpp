@@ -172,8 +172,6 @@ using revision_commands = caf::typed_actor<
     caf::replies_to<retire_revision>::with<revision_view>,
     // RemoveRevision: DELETING, payloads then manifest removed, DELETED.
     caf::replies_to<remove_revision>::with<removal_result>,
-    // GetRevision (hidden states only with include_hidden).
-    caf::replies_to<get_revision>::with<revision_view>,
     // AcquireLease on READY: the holder's live lease, or a new one.
     caf::replies_to<acquire_lease>::with<lease_view>,
     // RenewLease: expiry = max(current, now + ttl); LEASE_EXPIRED once ended.
@@ -226,8 +224,12 @@ using lineage_actor = caf::typed_actor<
     caf::reacts_to<caf::tick_atom>>;
 
 /// The registry: routes each command to the one actor of its identity and
-/// serves listings from its index (identity -> view, per-lineage order).
+/// serves reads and listings from its index (identity -> view, per-lineage
+/// order) without waking a revision actor.
 using registry_actor = revision_commands::extend<
+    // GetRevision from the view the revision sent before it answered its last
+    // command (hidden states only with include_hidden).
+    caf::replies_to<get_revision>::with<revision_view>,
     // ListRevisions from the registry's index.
     caf::replies_to<list_revisions>::with<revision_page>,
     // Revisions in each availability, live leases.
@@ -243,6 +245,19 @@ using registry_actor = revision_commands::extend<
     caf::replies_to<commit_upsert>::with<revision_view>,
     caf::replies_to<abort_upsert>::with<lineage_view>,
     caf::replies_to<get_lineage>::with<lineage_view>>::extend_with<revision_listener>;
+
+/// The scrubber (scrubber.hpp): re-reads replicas against their checksums at
+/// a bounded rate on a thread of its own.
+using scrubber_actor = caf::typed_actor<
+    // One round; the scrubber ticks itself (tests tick it by hand).
+    caf::reacts_to<caf::tick_atom>>;
+
+/// The watchdog (watchdog.hpp): monitors every core actor and reports the
+/// first that stops while the node runs. Nobody needs to tell it anything;
+/// it answers a ping so that a test (or a host) can tell it is alive.
+using watchdog_actor = caf::typed_actor<
+    // Replies with the number of actors it monitors.
+    caf::replies_to<caf::ok_atom>::with<uint64_t>>;
 
 }  // namespace weightd::actors
 

@@ -28,7 +28,7 @@ namespace weightd::actors {
 
 struct lineage_deps {
   journal_actor journal;
-  revision_commands revisions;  // the registry: routes to the revision actors
+  registry_actor revisions;  // routes to the revision actors
   std::function<int64_t()> now_ms;
   events::policy default_policy;
   std::chrono::seconds timeout{30};

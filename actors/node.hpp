@@ -58,6 +58,7 @@ class node {
   snapshotter_actor snapshotter() const { return snapshotter_; }
   scrubber_actor scrubber() const { return scrubber_; }  // null when the scrub is off
   journal_reader_actor reader() const { return reader_; }
+  watchdog_actor watchdog() const { return watchdog_; }
   /// Whether every core actor runs (watchdog.hpp).
   const node_health& health() const { return *health_; }
   /// The journal; null once stop() returned (it let go of it).
@@ -95,7 +96,7 @@ class node {
   snapshotter_actor snapshotter_;
   scrubber_actor scrubber_;
   journal_reader_actor reader_;
-  caf::actor watchdog_;
+  watchdog_actor watchdog_;
   std::shared_ptr<node_health> health_ = std::make_shared<node_health>();
   std::shared_ptr<stop_gate> gate_ = std::make_shared<stop_gate>();
   uint64_t writer_id_ = 0;

@@ -99,7 +99,7 @@ lineage_actor lineage_actor_for(reg_pointer self, const events::revision_key& id
     initial = std::move(it->second);
     st.dormant_lineages.erase(it);
   }
-  lineage_deps deps{st.deps.journal, caf::actor_cast<revision_commands>(self), st.deps.now_ms,
+  lineage_deps deps{st.deps.journal, caf::actor_cast<registry_actor>(self), st.deps.now_ms,
                     st.deps.default_policy, st.deps.timeout, st.deps.reconcile_interval,
                     st.deps.gate};
   auto actor = self->spawn<caf::linked>(lineage_impl, key, std::move(initial), std::move(deps));

@@ -484,13 +484,6 @@ revision_actor::behavior_type revision_impl(rev_pointer self, events::revision_k
         });
       },
       // ------------------------------------------- reads: the durable record
-      [=](get_revision& cmd) -> caf::result<revision_view> {
-        std::optional<revision_view> view;
-        if (self->state.record()) view = current_view(self);
-        auto reply = get_reply(view ? &*view : nullptr, cmd);
-        if (!reply) return to_error(reply.error());
-        return std::move(*reply);
-      },
       [=](get_operation& cmd) { return operation_reply(self->state.local, cmd.operation_id); },
       [=](open_local& cmd) -> caf::result<local_listing> {
         const auto* r = self->state.record();

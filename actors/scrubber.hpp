@@ -29,10 +29,6 @@ struct scrubber_config {
   std::chrono::seconds timeout{30};  // per store request
 };
 
-using scrubber_actor = caf::typed_actor<
-    // One round (the scrubber ticks itself; tests tick it by hand).
-    caf::reacts_to<caf::tick_atom>>;
-
 /// `start` = schedule the first round itself (off in tests driving it).
 scrubber_actor spawn_scrubber(caf::actor_system& sys, object_store_actor store, tiers files,
                               scrubber_config config, bool detached, bool start = true);

@@ -6,11 +6,11 @@
 
 namespace weightd::actors {
 
-caf::actor spawn_watchdog(caf::actor_system& sys,
+watchdog_actor spawn_watchdog(caf::actor_system& sys,
                           std::vector<std::pair<std::string, caf::actor>> actors,
                           std::shared_ptr<node_health> health,
                           std::function<void(const std::string&)> on_failure) {
-  return sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
+  return sys.spawn([=](watchdog_actor::pointer self) -> watchdog_actor::behavior_type {
     auto names = std::make_shared<std::map<caf::actor_addr, std::string>>();
     for (const auto& [name, handle] : actors) {
       (*names)[handle.address()] = name;
@@ -26,7 +26,7 @@ caf::actor spawn_watchdog(caf::actor_system& sys,
                        "acknowledged change)", what);
       if (on_failure) on_failure(what);
     });
-    return {[](caf::tick_atom) {}};  // nothing to say to it; it only watches
+    return {[=](caf::ok_atom) { return static_cast<uint64_t>(names->size()); }};
   });
 }
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include <caf/all.hpp>
+#include "actors/actors.hpp"
 
 namespace weightd::actors {
 
@@ -43,7 +43,7 @@ class node_health {
 };
 
 /// Monitors `actors` (name, handle); see above.
-caf::actor spawn_watchdog(caf::actor_system& sys,
+watchdog_actor spawn_watchdog(caf::actor_system& sys,
                           std::vector<std::pair<std::string, caf::actor>> actors,
                           std::shared_ptr<node_health> health,
                           std::function<void(const std::string&)> on_failure);

@@ -65,6 +65,15 @@ TEST_CASE("watchdog: a registry that stops is a failure the host hears of, and /
   metrics->reset();
 }
 
+TEST_CASE("watchdog: it watches every core actor: writer, snapshotter, store, registry, reader, I/O workers, scrubber") {
+  watched_node w;
+  caf::scoped_actor self{w.store->system()};
+  uint64_t watched = 0;
+  self->request(w.node().watchdog(), std::chrono::seconds(5), caf::ok_atom::value)
+      .receive([&](uint64_t n) { watched = n; }, [](caf::error&) {});
+  CHECK(watched == 5 + actors::node_config{}.io_workers + (w.node().scrubber() ? 1 : 0));
+}
+
 TEST_CASE("watchdog: an object store that stops is a failure too, reported once") {
   watched_node w;
   caf::anon_send_exit(w.node().objects(), caf::exit_reason::kill);
