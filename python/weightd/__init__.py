@@ -8,9 +8,14 @@
 
 The modules, one concept each:
     client       Client: one method per RPC, typed errors, finite timeouts
+    rpc          a Client call: request from keywords, timeout, retries; streams
+    objects      Client's ObjectService methods (put_object, get_object, …)
     errors       WeightdError and one subclass per SPEC §5 code
     ids          revision ids: text form, group id, manifest key
-    transfer     model directories in and out (weightctl import/export)
+    transfer     model directories in and out (weightctl import/export, upsert)
+    model_files  a model's files: a directory walked and checked, or in memory
+    upload       a revision's payloads and manifest put (the plan, in parallel)
+    download     a manifest's files written out, checked (export)
     lease        HeldLease, LeasedRevision (what weight_get yields)
     watch        Watch: journal events, resumed across breaks
     safetensors  a minimal safetensors reader/writer

@@ -26,50 +26,31 @@ RPC → method: BeginImport → begin_import, …, Watch → watch (one raw stre
 BatchRemove/RemoveAll/Evict/List → put_object/get_object/stat_object/
 remove_object/batch_remove_objects/remove_all_objects/evict/list_objects,
 AdminService Status/Snapshot → status/snapshot.
+
+The code: this module has `Client`'s constructor (address, tenant, token,
+TLS files), its helpers and its WeightService and AdminService methods;
+rpc.py the request building, timeouts and retries (`_Calls`) and the server
+streams; objects.py the ObjectService methods (`_ObjectService`). `Client`
+inherits the last two; every public name is importable from here as before.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
-import time
-from typing import Any, Callable, Iterable, Iterator, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, List, Optional, Tuple
 
 import grpc
-from google.protobuf.descriptor import EnumDescriptor, FieldDescriptor
-from google.protobuf.message import Message
 
 from ._proto import events_pb2 as ev
 from ._proto import weightd_pb2 as pb
 from ._proto import weightd_pb2_grpc as pb_grpc
-from .errors import InvalidArgument, from_rpc_error, is_transport_failure
+from .errors import InvalidArgument
 from .ids import DEFAULT_TENANT, IdLike, RevisionId, to_revision_id
+from .objects import MAX_CHUNK_BYTES, _ObjectService
+from .rpc import _Calls, _Stream, enum_value, new_request_id
 
 #: The daemon's default gRPC address (SPEC §8).
 DEFAULT_ADDRESS = "127.0.0.1:7070"
-#: The largest Put chunk the daemon accepts (api/common/wire.hpp).
-MAX_CHUNK_BYTES = 4 << 20
-
-M = TypeVar("M", bound=Message)
-
-
-def new_request_id(prefix: str = "python") -> str:
-    """A request id no other call will have: ``<prefix>-<16 hex digits>``."""
-    return f"{prefix}-{secrets.token_hex(8)}"
-
-
-def enum_value(enum: EnumDescriptor, value: Union[int, str]) -> int:
-    """An enum value from its number, full name ("RESIDENCY_COLD") or short name ("cold")."""
-    if isinstance(value, int):
-        return value
-    upper = value.upper()
-    if upper in enum.values_by_name:
-        return enum.values_by_name[upper].number
-    for name, v in enum.values_by_name.items():
-        if name.endswith("_" + upper):
-            return v.number
-    names = ", ".join(enum.values_by_name)
-    raise InvalidArgument.local(f"'{value}' is not a {enum.name} (one of {names})")
 
 
 def _read_pem(path: Optional[str], what: str) -> Optional[bytes]:
@@ -104,29 +85,7 @@ def tls_credentials(ca_file: Optional[str] = None, cert_file: Optional[str] = No
         certificate_chain=_read_pem(cert_file, "tls_cert_file"))
 
 
-class _Stream(Iterator[M]):
-    """A server stream whose failures come out as WeightdError; cancel() ends it."""
-
-    def __init__(self, call: Any, address: str, tls: bool = False):
-        self._call = call
-        self._address = address
-        self._tls = tls
-
-    def __iter__(self) -> "_Stream[M]":
-        return self
-
-    def __next__(self) -> M:
-        try:
-            return next(self._call)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, self._address, self._tls) from e
-
-    def cancel(self) -> None:
-        """Ends the stream; the daemon sees the call cancelled."""
-        self._call.cancel()
-
-
-class Client:
+class Client(_ObjectService, _Calls):
     """A connection to one weightd daemon.
 
     Args:
@@ -258,77 +217,8 @@ class Client:
             if not token:
                 return rid
 
-    def _set(self, message: Message, name: str, value: Any) -> None:
-        field = message.DESCRIPTOR.fields_by_name.get(name)
-        if field is None:
-            raise TypeError(f"{message.DESCRIPTOR.name} has no field {name!r}")
-        if field.label == FieldDescriptor.LABEL_REPEATED:
-            target = getattr(message, name)
-            for item in value:
-                if field.message_type is not None:
-                    self._assign(target.add(), field, item)
-                else:
-                    target.append(self._scalar(field, item))
-        elif field.message_type is not None:
-            self._assign(getattr(message, name), field, value)
-        else:
-            setattr(message, name, self._scalar(field, value))
-
-    def _assign(self, target: Message, field: FieldDescriptor, value: Any) -> None:
-        if field.message_type.full_name == RevisionId.DESCRIPTOR.full_name and isinstance(value, str):
-            value = self.id(value)
-        if isinstance(value, Message):
-            target.CopyFrom(value)
-        elif isinstance(value, Mapping):
-            for k, v in value.items():
-                self._set(target, k, v)
-        else:
-            raise TypeError(f"field {field.name} takes a {field.message_type.name}, "
-                            f"not {type(value).__name__}")
-
-    @staticmethod
-    def _scalar(field: FieldDescriptor, value: Any) -> Any:
-        if field.enum_type is not None:
-            return enum_value(field.enum_type, value)
-        return value
-
-    def _request(self, cls: Type[M], request: Optional[M], fields: Mapping[str, Any]) -> M:
-        req = cls()
-        if request is not None:
-            if fields:
-                raise TypeError("pass the request message or its fields, not both")
-            if not isinstance(request, cls):
-                raise TypeError(f"expected a {cls.__name__}, not {type(request).__name__}")
-            req.CopyFrom(request)
-        for name, value in fields.items():
-            self._set(req, name, value)
-        names = req.DESCRIPTOR.fields_by_name
-        if "tenant" in names and not getattr(req, "tenant"):
-            setattr(req, "tenant", self.tenant)
-        if "request_id" in names and not getattr(req, "request_id"):
-            setattr(req, "request_id", new_request_id())
-        for field in req.DESCRIPTOR.fields:  # ids: the client's tenant when empty
-            if (field.message_type is not None and
-                    field.message_type.full_name == RevisionId.DESCRIPTOR.full_name and
-                    field.label != FieldDescriptor.LABEL_REPEATED and req.HasField(field.name)):
-                rid = getattr(req, field.name)
-                rid.tenant = rid.tenant or self.tenant
-        return req
-
-    def _unary(self, method: Callable[..., M], request: Message, timeout: Optional[float]) -> M:
-        delay = 0.1
-        for attempt in range(1, self.attempts + 1):
-            try:
-                return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
-            except grpc.RpcError as e:
-                error, cause = from_rpc_error(e, self.address, self.secure), e
-            # A timeout already waited its full length: only "nobody there" is retried.
-            if not is_transport_failure(error) or error.code == "DEADLINE_EXCEEDED" \
-                    or attempt == self.attempts:
-                raise error from cause
-            time.sleep(delay)
-            delay *= 4
-        raise AssertionError("unreachable")
+    # _request (the request message from keyword fields) and _unary (timeout,
+    # retries) are rpc.py's _Calls.
 
     # -------------------------------------------------------- WeightService
 
@@ -476,115 +366,8 @@ class Client:
                                    metadata=self._metadata)
         return _Stream(call, self.address, self.secure)
 
-    # -------------------------------------------------------- ObjectService
-
-    def put_object(self, data: Union[bytes, bytearray, memoryview, Iterable[bytes]] = b"",
-                   header: Optional[pb.PutHeader] = None, /, *,
-                   timeout: Optional[float] = None, **fields: Any) -> pb.ObjectInfo:
-        """Put: the header (a PutHeader, or its fields as keywords), then `data`
-        in chunks of at most 4 MiB.
-
-        `data` is bytes, or an iterable of byte chunks (then give `size` in
-        the header: the daemon reserves it before the first byte). An
-        exception raised by the iterable ends the put and is re-raised here.
-        """
-        h = self._request(pb.PutHeader, header, fields)
-        if isinstance(data, (bytes, bytearray, memoryview)):
-            view = memoryview(data).cast("B")
-            if not h.size:
-                h.size = len(view)
-            chunks: Iterable[Any] = (view[i:i + MAX_CHUNK_BYTES]
-                                     for i in range(0, len(view), MAX_CHUNK_BYTES))
-        else:
-            chunks = data
-        failure: List[BaseException] = []
-
-        def requests() -> Iterator[pb.PutRequest]:
-            yield pb.PutRequest(header=h)
-            try:
-                for chunk in chunks:
-                    for i in range(0, len(chunk), MAX_CHUNK_BYTES):
-                        yield pb.PutRequest(chunk=bytes(chunk[i:i + MAX_CHUNK_BYTES]))
-            except Exception as e:  # gRPC would only log it: keep it for the caller
-                failure.append(e)
-                raise
-
-        try:
-            response = self._objects.Put(requests(), timeout=timeout or self.stream_timeout,
-                                         metadata=self._metadata)
-        except grpc.RpcError as e:
-            if failure:
-                raise failure[0] from e
-            raise from_rpc_error(e, self.address, self.secure) from e
-        return response.object
-
-    def get_object_to(self, sink: Callable[[bytes], Any],
-                      request: Optional[pb.GetRequest] = None, /, *,
-                      timeout: Optional[float] = None, **fields: Any) -> pb.ObjectInfo:
-        """Get, streaming: `sink` is called with each chunk; returns the object's info.
-
-        An exception raised by `sink` cancels the call and is re-raised.
-        """
-        req = self._request(pb.GetRequest, request, fields)
-        call = self._objects.Get(req, timeout=timeout or self.stream_timeout,
-                                 metadata=self._metadata)
-        info = pb.ObjectInfo()
-        try:
-            for msg in call:
-                if msg.HasField("info"):
-                    info = msg.info
-                else:
-                    sink(msg.chunk)
-        except grpc.RpcError as e:
-            raise from_rpc_error(e, self.address, self.secure) from e
-        except BaseException:
-            call.cancel()
-            raise
-        return info
-
-    def get_object(self, request: Optional[pb.GetRequest] = None, /, *,
-                   timeout: Optional[float] = None, **fields: Any) -> Tuple[pb.ObjectInfo, bytes]:
-        """Get: the object's info and its bytes (in memory; see get_object_to)."""
-        parts: List[bytes] = []
-        info = self.get_object_to(parts.append, request, timeout=timeout, **fields)
-        return info, b"".join(parts)
-
-    def stat_object(self, request: Optional[pb.StatRequest] = None, /, *,
-                    timeout: Optional[float] = None, **fields: Any) -> pb.ObjectInfo:
-        """Stat: an object's info."""
-        return self._unary(self._objects.Stat, self._request(pb.StatRequest, request, fields),
-                           timeout)
-
-    def remove_object(self, request: Optional[pb.RemoveRequest] = None, /, *,
-                      timeout: Optional[float] = None, **fields: Any) -> pb.RemoveResponse:
-        """Remove one object (MANAGED_OBJECT for a revision's member)."""
-        return self._unary(self._objects.Remove, self._request(pb.RemoveRequest, request, fields),
-                           timeout)
-
-    def batch_remove_objects(self, request: Optional[pb.BatchRemoveRequest] = None, /, *,
-                             timeout: Optional[float] = None,
-                             **fields: Any) -> pb.BatchRemoveResponse:
-        """BatchRemove: per-key results."""
-        return self._unary(self._objects.BatchRemove,
-                           self._request(pb.BatchRemoveRequest, request, fields), timeout)
-
-    def remove_all_objects(self, request: Optional[pb.RemoveAllRequest] = None, /, *,
-                           timeout: Optional[float] = None, **fields: Any) -> pb.RemoveAllResponse:
-        """RemoveAll under a prefix (managed members are skipped)."""
-        return self._unary(self._objects.RemoveAll,
-                           self._request(pb.RemoveAllRequest, request, fields), timeout)
-
-    def evict(self, request: Optional[pb.EvictRequest] = None, /, *,
-              timeout: Optional[float] = None, **fields: Any) -> pb.EvictResponse:
-        """Evict (admin): free HOT bytes down to target_ratio."""
-        return self._unary(self._objects.Evict, self._request(pb.EvictRequest, request, fields),
-                           timeout)
-
-    def list_objects(self, request: Optional[pb.ListObjectsRequest] = None, /, *,
-                     timeout: Optional[float] = None, **fields: Any) -> pb.ListObjectsResponse:
-        """List: one page of objects under a prefix."""
-        return self._unary(self._objects.List,
-                           self._request(pb.ListObjectsRequest, request, fields), timeout)
+    # ObjectService (put_object, get_object_to, get_object, stat_object, …):
+    # objects.py's _ObjectService.
 
     # --------------------------------------------------------- AdminService
 

@@ -134,7 +134,7 @@ def manifest_key(rid: RevisionId) -> str:
 def files_prefix(rid: RevisionId) -> str:
     """Where `weightctl import` puts a revision's files: the manifest's folder + "files/".
 
-    The file paths after it are not encoded (api/cli/transfer_commands.cpp).
+    The file paths after it are not encoded (api/cli/import_command.cpp).
     """
     return manifest_key(rid)[: -len("manifest")] + "files/"
 

@@ -47,6 +47,22 @@ struct served_node {
   std::string address() const { return "127.0.0.1:" + std::to_string(server->port()); }
 };
 
+/// A Put of `key` announced as `size` bytes with only `sent` of them written.
+inline std::unique_ptr<grpc::ClientWriter<v1::PutRequest>> half_sent_put(v1::ObjectService::Stub& objects,
+                                                                  grpc::ClientContext& ctx,
+                                                                  v1::PutResponse& resp,
+                                                                  const std::string& key,
+                                                                  uint64_t size, size_t sent) {
+  auto writer = objects.Put(&ctx, &resp);
+  v1::PutRequest msg;
+  msg.mutable_header()->set_key(key);
+  msg.mutable_header()->set_size(size);
+  REQUIRE(writer->Write(msg));
+  msg.set_chunk(std::string(sent, 'x'));
+  REQUIRE(writer->Write(msg));
+  return writer;
+}
+
 /// Streams `bytes` as one Put in chunks of the largest size the server takes
 /// (the header's size defaults to the bytes').
 inline status put_stream(v1::ObjectService::Stub& objects, v1::PutHeader header,
