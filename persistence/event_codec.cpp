@@ -75,11 +75,20 @@ status validate_batch(const std::vector<Envelope>& batch) {
 }  // namespace weightd::persistence
 
 namespace weightd::persistence {
-void stamp_event(events::v1::Envelope& e, uint64_t global_seq, uint64_t stream_seq,
-                 uint64_t writer_id) {
+status stamp_event(events::v1::Envelope& e, uint64_t global_seq, uint64_t stream_seq,
+                   uint64_t writer_id, numbering how) {
+  if (how == numbering::copied) {
+    if (e.global_seq() == global_seq && e.stream_seq() == stream_seq) return {};
+    return {errc::invalid_argument,
+            "copied event " + std::to_string(e.global_seq()) + " (stream '" + e.stream() + "' seq " +
+                std::to_string(e.stream_seq()) + ") is not the next one here: global seq " +
+                std::to_string(global_seq) + ", stream seq " + std::to_string(stream_seq) +
+                "; this journal is not a prefix of the leader's"};
+  }
   e.set_global_seq(global_seq);
   e.set_stream_seq(stream_seq);
   if (e.writer_id() == 0) e.set_writer_id(writer_id);
   if (e.schema_version() == 0) e.set_schema_version(events::kSchemaVersion);
+  return {};
 }
 }  // namespace weightd::persistence

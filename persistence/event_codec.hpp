@@ -1,6 +1,8 @@
 // Envelope <-> stored record, shared by every backend (see FORMAT.md).
 #pragma once
 
+#include "persistence/journal_backend.hpp"
+
 #include <string>
 #include <string_view>
 
@@ -25,7 +27,9 @@ bool decode_snapshot_body(std::string_view body, std::string& stream, int64_t& t
 }  // namespace weightd::persistence
 
 namespace weightd::persistence {
-/// Fills what the journal owns in an envelope about to be written.
-void stamp_event(events::v1::Envelope& e, uint64_t global_seq, uint64_t stream_seq,
-                 uint64_t writer_id);
+/// Fills what the journal owns in an envelope about to be written (assign),
+/// or checks that a copied one carries exactly these seqs: INVALID_ARGUMENT
+/// naming both when it does not.
+status stamp_event(events::v1::Envelope& e, uint64_t global_seq, uint64_t stream_seq,
+                   uint64_t writer_id, numbering how);
 }  // namespace weightd::persistence

@@ -42,7 +42,7 @@ size_t faulty_journal::appends_waiting() const {
   return waiting_;
 }
 
-status faulty_journal::append(std::vector<Envelope>& batch) {
+status faulty_journal::append_batch(std::vector<Envelope>& batch, numbering how) {
   {
     std::unique_lock held(hold_mutex_);
     if (holding_) {
@@ -56,7 +56,7 @@ status faulty_journal::append(std::vector<Envelope>& batch) {
     return {errc::durability_failed,
             "the journal refuses writes since a commit failed (injected fsync failure); "
             "restart weightd, then re-read before retrying"};
-  if (!fires(armed_append_, append_countdown_)) return inner_->append(batch);
+  if (!fires(armed_append_, append_countdown_)) return inner_->append_batch(batch, how);
   switch (armed_append_) {
     case fault::fail_write:
       return {errc::durability_failed,
@@ -68,7 +68,7 @@ status faulty_journal::append(std::vector<Envelope>& batch) {
               "the journal map is full (injected); raise --journal-max-map-bytes or free disk"};
     case fault::fail_fsync: {
       // The data went out but the fsync failed: it may well be on disk.
-      auto st = inner_->append(batch);
+      auto st = inner_->append_batch(batch, how);
       fsync_failed_ = true;
       if (!st.ok()) return st;
       return {errc::durability_failed,
@@ -77,7 +77,7 @@ status faulty_journal::append(std::vector<Envelope>& batch) {
     }
     case fault::fail_read: break;
   }
-  return inner_->append(batch);
+  return inner_->append_batch(batch, how);
 }
 
 status faulty_journal::read_fault() const {

@@ -40,7 +40,7 @@ class faulty_journal final : public journal_backend {
   /// How many appends wait in hold_appends() now.
   size_t appends_waiting() const;
 
-  status append(std::vector<Envelope>& batch) override;
+  status append_batch(std::vector<Envelope>& batch, numbering how) override;
   result<uint64_t> highest_seq() const override { return inner_->highest_seq(); }
   status read(seq_range range, const event_visitor& visit) const override;
   result<uint64_t> highest_stream_seq(std::string_view stream) const override {

@@ -60,6 +60,9 @@ struct snapshot_criteria {
   }
 };
 
+/// Who numbers an appended batch: this journal, or the leader it copies.
+enum class numbering { assign, copied };
+
 class journal_backend {
  public:
   virtual ~journal_backend() = default;
@@ -70,7 +73,17 @@ class journal_backend {
   /// Errors: INVALID_ARGUMENT (rejected: nothing written, keep using the
   /// journal), DURABILITY_FAILED (nothing published; after a failed commit the
   /// journal refuses every further append until it is reopened).
-  virtual status append(std::vector<Envelope>& batch) = 0;
+  status append(std::vector<Envelope>& batch) { return append_batch(batch, numbering::assign); }
+
+  /// A standby's append of its leader's envelopes (SPEC §11 Follow): they keep
+  /// their seqs, writer and schema; each must be the next global seq and the
+  /// next seq of its stream, else INVALID_ARGUMENT and nothing is written.
+  status append_copied(std::vector<Envelope>& batch) {
+    return append_batch(batch, numbering::copied);
+  }
+
+  /// Both appends: what each backend implements.
+  virtual status append_batch(std::vector<Envelope>& batch, numbering how) = 0;
 
   /// The highest global seq ever assigned (0 for an empty journal).
   virtual result<uint64_t> highest_seq() const = 0;

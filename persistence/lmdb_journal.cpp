@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
@@ -217,10 +218,11 @@ status lmdb_journal::grow_map() {
 
 // ----------------------------------------------------------------- events
 
-status lmdb_journal::append(std::vector<Envelope>& batch) {
+status lmdb_journal::append_batch(std::vector<Envelope>& batch, numbering how) {
   if (auto st = validate_batch(batch); !st.ok()) return st;
   if (batch.empty()) return {};
   uint64_t last = 0;
+  status refused;  // a copied envelope that is not the next one: nothing is written
   auto st = with_write_txn("append", [&](MDB_txn* txn) -> int {
     uint64_t seq = highest_;
     uint64_t next_stream_id = 0;
@@ -250,7 +252,8 @@ status lmdb_journal::append(std::vector<Envelope>& batch) {
         it = touched.emplace(e.stream(), stream_cursor{meta.id, highest}).first;
       }
       auto& cursor = it->second;
-      stamp_event(e, ++seq, ++cursor.highest, incarnation_);
+      refused = stamp_event(e, ++seq, ++cursor.highest, incarnation_, how);
+      if (!refused.ok()) return EINVAL;
       if (int rc = put(txn, events_, be64(seq), encode_event(e), MDB_APPEND)) return rc;
       if (int rc = put(txn, streams_, be64(cursor.id) + be64(cursor.highest), be64(seq))) return rc;
     }
@@ -260,6 +263,7 @@ status lmdb_journal::append(std::vector<Envelope>& batch) {
     last = seq;
     return 0;
   });
+  if (!refused.ok()) return refused;
   if (st.ok()) highest_ = last;
   return st;
 }

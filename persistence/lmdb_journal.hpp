@@ -50,7 +50,7 @@ class lmdb_journal final : public journal_backend {
   lmdb_journal(const lmdb_journal&) = delete;
   lmdb_journal& operator=(const lmdb_journal&) = delete;
 
-  status append(std::vector<Envelope>& batch) override;
+  status append_batch(std::vector<Envelope>& batch, numbering how) override;
   result<uint64_t> highest_seq() const override;
   status read(seq_range range, const event_visitor& visit) const override;
   result<uint64_t> highest_stream_seq(std::string_view stream) const override;

@@ -7,7 +7,7 @@
 
 namespace weightd::persistence {
 
-status memory_journal::append(std::vector<Envelope>& batch) {
+status memory_journal::append_batch(std::vector<Envelope>& batch, numbering how) {
   if (auto st = validate_batch(batch); !st.ok()) return st;
   std::unique_lock lock(mutex_);
   // Stage everything first so a batch is applied all or nothing.
@@ -21,7 +21,7 @@ status memory_journal::append(std::vector<Envelope>& batch) {
       auto found = streams_.find(e.stream());
       it->second = found == streams_.end() ? 0 : found->second.highest;
     }
-    stamp_event(e, ++seq, ++it->second, writer_id_);
+    if (auto st = stamp_event(e, ++seq, ++it->second, writer_id_, how); !st.ok()) return st;
     staged.emplace_back(seq, encode_event(e));
   }
   for (auto& [s, record] : staged) events_.emplace(s, std::move(record));

@@ -14,7 +14,7 @@ class memory_journal final : public journal_backend {
  public:
   explicit memory_journal(uint64_t writer_id = 1) : writer_id_(writer_id) {}
 
-  status append(std::vector<Envelope>& batch) override;
+  status append_batch(std::vector<Envelope>& batch, numbering how) override;
   result<uint64_t> highest_seq() const override;
   status read(seq_range range, const event_visitor& visit) const override;
   result<uint64_t> highest_stream_seq(std::string_view stream) const override;

@@ -21,6 +21,11 @@ struct fold_options {
   std::function<status(const events::store_state&, const Envelope&)> after_each;
 };
 
+/// Folds one more event into `state`: the next seq, in the stream it belongs
+/// to, through evolve() — what a fold of the journal does for each event,
+/// and what a standby does for each envelope it copies (DATA_LOSS otherwise).
+status fold_event(events::store_state& state, const Envelope& e);
+
 /// Folds the journal (from the newest usable snapshot, or its first event).
 result<events::store_state> fold_journal(const journal_backend& journal,
                                          const fold_options& options = {});
@@ -28,5 +33,10 @@ result<events::store_state> fold_journal(const journal_backend& journal,
 /// Folds the journal and saves the state as a snapshot at its applied seq,
 /// keeping the newest `keep` snapshots. Returns the snapshot's seq.
 result<uint64_t> write_state_snapshot(journal_backend& journal, size_t keep = 2);
+
+/// Saves `state` (a fold of this journal) as its snapshot at its applied seq,
+/// keeping the newest `keep` (a standby's own fold: no second fold needed).
+result<uint64_t> save_state_snapshot(journal_backend& journal, const events::store_state& state,
+                                     size_t keep = 2);
 
 }  // namespace weightd::persistence

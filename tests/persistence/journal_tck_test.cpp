@@ -231,3 +231,52 @@ JOURNAL_SPEC("read by type yields only that type, within bounds and limit") {
   CHECK(ids({1, kMaxSeq, 2}) == seqs{1, 3});
   CHECK(ids({1, kMaxSeq, 0}).empty());
 }
+
+// SPEC §11 Follow: a standby appends its leader's envelopes as they are.
+JOURNAL_SPEC("a copied batch keeps the leader's seqs, writer and schema: the copy reads back byte for byte") {
+  journal_spec<B> leader;
+  B standby;
+  auto& copy = standby.backend();
+  auto events = read_all(leader.j);
+  REQUIRE(events.size() == 8);
+  std::vector<events::v1::Envelope> first(events.begin(), events.begin() + 3);
+  std::vector<events::v1::Envelope> rest(events.begin() + 3, events.end());
+  REQUIRE(copy.append_copied(first).ok());
+  REQUIRE(copy.append_copied(rest).ok());
+  auto copied = read_all(copy);
+  REQUIRE(copied.size() == events.size());
+  for (size_t i = 0; i < events.size(); ++i)
+    CHECK(copied[i].SerializeAsString() == events[i].SerializeAsString());
+  CHECK(*copy.highest_seq() == 8);
+  CHECK(*copy.highest_stream_seq(pid) == 5);
+  // The standby's own appends (after a promotion) go on from there.
+  std::vector<events::v1::Envelope> own{make_event(pid, "p6")};
+  REQUIRE(copy.append(own).ok());
+  CHECK(own[0].global_seq() == 9);
+  CHECK(own[0].stream_seq() == 6);
+}
+
+JOURNAL_SPEC("a copied batch that is not the next seqs is refused whole, naming them, and nothing is written") {
+  journal_spec<B> leader;
+  B standby;
+  auto& copy = standby.backend();
+  auto events = read_all(leader.j);
+  std::vector<events::v1::Envelope> first{events[0], events[1]};
+  REQUIRE(copy.append_copied(first).ok());
+  // A gap: seq 4 where 3 is next (the batch's first envelope is fine).
+  std::vector<events::v1::Envelope> gap{events[2], events[4]};
+  auto refused = copy.append_copied(gap);
+  CHECK(refused.code() == errc::invalid_argument);
+  CHECK(mentions(refused, "not the next one here"));
+  CHECK(*copy.highest_seq() == 2);
+  // A stream seq that is not the stream's next: refused too.
+  std::vector<events::v1::Envelope> skipped{events[2]};
+  skipped[0].set_stream_seq(skipped[0].stream_seq() + 1);
+  CHECK(copy.append_copied(skipped).code() == errc::invalid_argument);
+  CHECK(*copy.highest_seq() == 2);
+  CHECK(read_all(copy).size() == 2);
+  // The right one still goes in.
+  std::vector<events::v1::Envelope> next{events[2]};
+  CHECK(copy.append_copied(next).ok());
+  CHECK(*copy.highest_seq() == 3);
+}
