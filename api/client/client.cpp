@@ -14,9 +14,6 @@
 
 namespace weightd::api {
 
-namespace {
-
-/// The channel's credentials: TLS when a CA or a client certificate is named.
 result<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(const client_options& o) {
   if (o.tls_ca_file.empty() && o.tls_cert_file.empty() && o.tls_key_file.empty())
     return grpc::InsecureChannelCredentials();
@@ -37,8 +34,6 @@ result<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(const clie
   ssl.pem_private_key = *key;
   return grpc::SslCredentials(ssl);
 }
-
-}  // namespace
 
 client::client(client_options options) : options_(std::move(options)) {
   grpc::ChannelArguments args;

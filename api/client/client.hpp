@@ -31,6 +31,9 @@ struct client_options {
   std::string tls_ca_file, tls_cert_file, tls_key_file;
 };
 
+/// The channel's credentials: TLS when a CA or a client certificate is named.
+result<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(const client_options& o);
+
 /// A request id no other command will have: "<prefix>-" and 16 hex digits.
 std::string new_request_id(const std::string& prefix);
 

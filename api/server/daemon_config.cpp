@@ -228,6 +228,9 @@ std::string validate(const daemon_config& c) {
   if (!(c.tenant_reserve_ratio > 0 && c.tenant_reserve_ratio <= 1))
     return "--tenant-reserve-ratio " + format_number(c.tenant_reserve_ratio) +
            " is not in (0, 1]: it is the fraction of a tier one tenant's puts may reserve";
+  if (c.follow.empty() && (!c.follow_token_file.empty() || !c.follow_tls_ca_file.empty()))
+    return std::string{"--follow-token-file and --follow-tls-ca-file go with --follow "} +
+           "(the leader's address); without it weightd is the leader";
   double relief = c.high_watermark - 2 * c.eviction_ratio;
   if (!(relief > 0))
     return "--eviction-ratio " + format_number(c.eviction_ratio) + " is too large for " +
@@ -285,6 +288,13 @@ void add_daemon_options(CLI::App& app, daemon_config& c, const std::string& vers
   app.add_option("--tls-key-file", c.tls_key_file, "PEM private key of --tls-cert-file");
   app.add_option("--tls-client-ca-file", c.tls_client_ca_file,
                  "PEM CA: clients must present a certificate it signed (mutual TLS)");
+  app.add_option("--follow", c.follow,
+                 "Run as a standby of the leader at this gRPC address: copy its journal and "
+                 "fold it (SPEC §11); \"\" = run as the leader");
+  app.add_option("--follow-token-file", c.follow_token_file,
+                 "File holding the bearer token (role admin) the standby presents to its leader");
+  app.add_option("--follow-tls-ca-file", c.follow_tls_ca_file,
+                 "PEM CA that signed the leader's certificate (set: the standby uses TLS)");
   app.add_option("--http-listen", c.http_listen,
                  "HTTP address of /metrics and /healthz (loopback unless --http-listen-public)")
       ->capture_default_str();

@@ -34,6 +34,10 @@ struct daemon_config {
   // SPEC §9: tokens (CSV token,name,tenant,role; re-read on SIGHUP) and TLS.
   std::string auth_tokens_file;
   std::string tls_cert_file, tls_key_file, tls_client_ca_file;
+  // SPEC §11: set, weightd is a standby copying this leader's journal
+  // (token file: the leader's admin token; CA: the leader's TLS CA).
+  std::string follow;
+  std::string follow_token_file, follow_tls_ca_file;
   std::string data_dir = "./var";
   std::string journal_dir;  // default: <data_dir>/journal
   std::string journal_sync = "sync";

@@ -59,10 +59,11 @@ struct grpc_server::services {
         bridge(sys, o.timeout),
         weights(make_weight_service(bridge, node, o, limits)),
         objects(make_object_service(sys, bridge, node, o, limits)),
-        admin(make_admin_service(sys, bridge, node, o)) {}
-  stream_limits limits;  // Put, Get and Watch streams share them
+        admin(make_admin_service(sys, bridge, node, o)),
+        replication(make_replication_service(node, o, limits)) {}
+  stream_limits limits;  // Put, Get, Watch and Follow streams share them
   call_bridge bridge;    // every unary call's way into the actors
-  std::unique_ptr<grpc::Service> weights, objects, admin;
+  std::unique_ptr<grpc::Service> weights, objects, admin, replication;
 };
 
 const stream_limits& grpc_server::limits() const { return services_->limits; }
@@ -88,7 +89,10 @@ result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, *credentials, &s->port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
-  builder.SetMaxSendMessageSize(static_cast<int>(kMaxChunkBytes + (64u << 10)));
+  // A Follow message carries a batch of events, and one event may be as large
+  // as the journal takes (kMaxEventBytes).
+  builder.SetMaxSendMessageSize(
+      static_cast<int>(std::max(kMaxChunkBytes, persistence::kMaxEventBytes) + (64u << 10)));
   // gRPC sets SO_REUSEPORT by default: a second daemon on a busy port would
   // start and share its calls. One port, one daemon.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -96,6 +100,7 @@ result<std::unique_ptr<grpc_server>> grpc_server::start(caf::actor_system& sys, 
   builder.RegisterService(s->services_->weights.get());
   builder.RegisterService(s->services_->objects.get());
   builder.RegisterService(s->services_->admin.get());
+  builder.RegisterService(s->services_->replication.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> factories;
   factories.push_back(error_trailer_interceptor());  // first: metrics count its codes
   if (options.metrics) factories.push_back(metrics_interceptor(options.metrics));

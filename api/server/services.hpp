@@ -1,6 +1,6 @@
-// The three services of weightd.v1, one file each: WeightService
+// The services of weightd.v1, one file each: WeightService
 // (weight_service.cpp), ObjectService (object_service.cpp), AdminService
-// (admin_service.cpp). Every unary call goes through the call bridge
+// (admin_service.cpp), ReplicationService (replication_service.cpp). Every unary call goes through the call bridge
 // (call_bridge.hpp); the streams are streams.hpp's.
 #pragma once
 
@@ -23,5 +23,8 @@ std::unique_ptr<grpc::Service> make_object_service(caf::actor_system& sys, call_
                                                    stream_limits& limits);
 std::unique_ptr<grpc::Service> make_admin_service(caf::actor_system& sys, call_bridge& bridge,
                                                   actors::node& node, const server_options& o);
+/// ReplicationService (replication_service.cpp): a standby's Follow stream.
+std::unique_ptr<grpc::Service> make_replication_service(actors::node& node, const server_options& o,
+                                                        stream_limits& limits);
 
 }  // namespace weightd::api

@@ -15,6 +15,28 @@
 
 namespace weightd::api {
 
+/// What the journal reader holds for a Watch or Follow stream: it outlives
+/// the stream and hands it batches (journal_reader.hpp). `Stream` takes a
+/// batch with take_batch() and ends with finish(status), both called under
+/// the stream's lock; once the call is done the stream sets `stream` to null
+/// and a batch still on its way is dropped.
+template <class Stream>
+struct journal_sink final : actors::watch_sink {
+  journal_sink(std::shared_ptr<put_watch> w, Stream* s) : watch(std::move(w)), stream(s) {}
+  bool deliver(std::vector<events::v1::Envelope> batch) override {
+    std::lock_guard<std::recursive_mutex> lock(watch->lock);
+    if (!stream || watch->finished) return false;
+    stream->take_batch(std::move(batch));
+    return true;
+  }
+  void fail(const status& why) override {
+    std::lock_guard<std::recursive_mutex> lock(watch->lock);
+    if (stream) stream->finish(why);
+  }
+  std::shared_ptr<put_watch> watch;
+  Stream* stream;  // under watch->lock; null once the call is done
+};
+
 grpc::ServerWriteReactor<events::v1::Envelope>* start_watch(actors::journal_reader_actor reader,
                                                             stream_limits& limits,
                                                             const authenticator& auth,

@@ -82,25 +82,15 @@ class watch_reactor final : public grpc::ServerWriteReactor<events::v1::Envelope
   }
 
  private:
-  /// What the journal reader holds: it outlives the stream, and says so.
-  struct sink final : actors::watch_sink {
-    sink(std::shared_ptr<put_watch> w, watch_reactor* s) : watch(std::move(w)), stream(s) {}
-    bool deliver(std::vector<events::v1::Envelope> batch) override {
-      std::lock_guard<std::recursive_mutex> lock(watch->lock);
-      if (!stream || watch->finished) return false;
-      stream->pending_ = std::move(batch);
-      stream->next_in_batch_ = 0;
-      stream->write_next();
-      return true;
-    }
-    void fail(const status& why) override {
-      std::lock_guard<std::recursive_mutex> lock(watch->lock);
-      if (stream) stream->finish(why);
-    }
-    std::shared_ptr<put_watch> watch;
-    watch_reactor* stream;  // under watch->lock; null once the call is done
-  };
+  friend struct journal_sink<watch_reactor>;
+  using sink = journal_sink<watch_reactor>;
 
+  /// Under the lock: a batch from the journal reader.
+  void take_batch(std::vector<events::v1::Envelope> batch) {
+    pending_ = std::move(batch);
+    next_in_batch_ = 0;
+    write_next();
+  }
   /// Under the lock: the next event of the batch, or the next pull.
   void write_next() {
     if (next_in_batch_ >= pending_.size()) {

@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 
 #include <csignal>
+#include <fstream>
 #include <iostream>
 #include <cstring>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "actors/errors.hpp"
 #include "actors/node.hpp"
 #include "api/server/daemon_config.hpp"
+#include "api/server/follower.hpp"
 #include "api/server/metrics.hpp"
 #include "api/server/server.hpp"
 
@@ -37,6 +39,54 @@ int wait_for_shutdown_signal(sigset_t& signals) {
 /// waits 90 s before SIGKILL, Kubernetes 30 s — while a unary call (a few ms)
 /// still finishes; idle connections do not hold the stop at all.
 constexpr std::chrono::milliseconds kShutdownDrain{500};
+
+/// weightd --follow: a standby (SPEC §11) copies its leader's journal into its
+/// own and folds it (follower.hpp) until SIGINT or SIGTERM. Exit 64 for a
+/// token file that cannot be read, 1 for a journal that cannot be opened.
+int run_standby(const weightd::api::daemon_config& config, sigset_t& signals) {
+  using namespace weightd;
+  api::follower_options options;
+  options.leader.address = config.follow;
+  options.leader.tls_ca_file = config.follow_tls_ca_file;
+  options.snapshot_every = config.snapshot_every;
+  options.member = config.listen;
+  if (!config.follow_token_file.empty()) {
+    std::ifstream in(config.follow_token_file);
+    std::string token;
+    if (!in || !std::getline(in, token) || token.empty()) {
+      spdlog::error("weightd cannot read --follow-token-file {}: its first line is the admin "
+                    "token the leader knows", config.follow_token_file);
+      return api::kConfigErrorExit;
+    }
+    options.leader.token = token;
+  }
+  persistence::lmdb_options journal;
+  journal.dir = config.journal_path();
+  journal.mode = config.durability();
+  journal.initial_map_bytes = config.journal_initial_map_bytes;
+  journal.max_map_bytes = config.journal_max_map_bytes;
+  auto opened = persistence::lmdb_journal::open(journal);
+  if (!opened) {
+    spdlog::error("weightd cannot open its journal error=\"{}\"", opened.error().to_string());
+    return 1;
+  }
+  std::shared_ptr<persistence::journal_backend> backend = std::move(*opened);
+  auto started = api::follower::start(backend, options);
+  if (!started) {
+    spdlog::error("weightd cannot start as a standby error=\"{}\"", started.error().to_string());
+    return started.error().code() == errc::invalid_argument ? api::kConfigErrorExit : 1;
+  }
+  auto& standby = **started;
+  spdlog::info("weightd standby ready version={} leader={} journal={} journal_seq={}",
+               WEIGHTD_VERSION, config.follow, journal.dir.string(), standby.status().durable_seq);
+  sd_notifyf(0, "READY=1\nSTATUS=standby of %s", config.follow.c_str());
+  int signal = wait_for_shutdown_signal(signals);
+  while (signal == SIGHUP) signal = wait_for_shutdown_signal(signals);
+  sd_notify(0, "STOPPING=1");
+  standby.stop();
+  spdlog::info("weightd standby stopped journal_seq={}", standby.status().durable_seq);
+  return 0;
+}
 
 }  // namespace
 
@@ -69,6 +119,8 @@ int main(int argc, char** argv) {
   // callers, not the daemon: debug, in weightd's log format.
   gpr_set_log_function([](gpr_log_func_args* args) { spdlog::debug("grpc: {}", args->message); });
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
+
+  if (!config.follow.empty()) return run_standby(config, signals);
 
   caf::actor_system_config cfg;
   actors::add_error_category(cfg);

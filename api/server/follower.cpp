@@ -1,0 +1,182 @@
+#include "api/server/follower.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "api/common/grpc_status.hpp"
+#include "events/event_type.hpp"
+#include "events/upcast.hpp"
+#include "persistence/replay.hpp"
+
+namespace weightd::api {
+
+result<std::unique_ptr<follower>> follower::start(
+    std::shared_ptr<persistence::journal_backend> journal, follower_options options) {
+  auto credentials = channel_credentials(options.leader);
+  if (!credentials) return credentials.error();
+  auto folded = persistence::fold_journal(*journal);
+  if (!folded) return folded.error();
+  std::unique_ptr<follower> f{new follower(std::move(journal), std::move(options), std::move(*folded))};
+  grpc::ChannelArguments args;
+  // The leader's messages carry batches of events, one as large as a journal takes.
+  args.SetMaxReceiveMessageSize(static_cast<int>(persistence::kMaxEventBytes + (1u << 20)));
+  // A leader that vanished without closing the connection is noticed.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+  f->channel_ = grpc::CreateCustomChannel(f->options_.leader.address, *credentials, args);
+  f->stub_ = v1::ReplicationService::NewStub(f->channel_);
+  f->thread_ = std::thread([self = f.get()] { self->run(); });
+  return f;
+}
+
+follower::follower(std::shared_ptr<persistence::journal_backend> journal, follower_options options,
+                   events::store_state folded)
+    : journal_(std::move(journal)), options_(std::move(options)), state_(std::move(folded)) {
+  status_.durable_seq = state_.applied_seq;
+}
+
+follower::~follower() { stop(); }
+
+void follower::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    if (stream_) stream_->TryCancel();
+    changed_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+follower_status follower::status() const {
+  std::lock_guard lock(mutex_);
+  return status_;
+}
+
+events::store_state follower::state() const {
+  std::lock_guard lock(mutex_);
+  return state_;
+}
+
+bool follower::wait_for(uint64_t seq, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return status_.durable_seq >= seq; });
+}
+
+void follower::run() {
+  auto backoff = options_.min_backoff;
+  std::string said;  // the last error logged: a leader that stays down is said once
+  for (;;) {
+    auto welcomed_before = status().streams;
+    auto ended = follow_once();
+    std::unique_lock lock(mutex_);
+    status_.connected = false;
+    if (stopping_) return;
+    status_.last_error = ended.to_string();
+    if (!status_.failure.empty()) {
+      spdlog::critical("standby stops following leader={} error=\"{}\"; its journal holds seq {}. "
+                       "Look at both journals (weightctl journal verify) before starting it again",
+                       options_.leader.address, status_.failure, status_.durable_seq);
+      return;
+    }
+    if (status_.streams != welcomed_before) backoff = options_.min_backoff;
+    if (status_.last_error != said) {
+      spdlog::warn("standby lost its leader leader={} error=\"{}\"; reconnecting", options_.leader.address,
+                   status_.last_error);
+      said = status_.last_error;
+    }
+    changed_.wait_for(lock, backoff, [this] { return stopping_; });
+    if (stopping_) return;
+    backoff = std::min(options_.max_backoff, backoff * 2);
+  }
+}
+
+weightd::status follower::follow_once() {
+  grpc::ClientContext ctx;
+  if (!options_.leader.token.empty())
+    ctx.AddMetadata("authorization", "Bearer " + options_.leader.token);
+  v1::FollowRequest hello;
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return {};
+    stream_ = &ctx;
+    hello.set_durable_seq(status_.durable_seq);
+  }
+  auto forget = [&] {
+    std::lock_guard lock(mutex_);
+    stream_ = nullptr;
+  };
+  hello.set_schema_version(events::kSchemaVersion);
+  for (const auto& type : events::all_event_type_names()) hello.add_event_types(type);
+  hello.set_member(options_.member);
+  auto stream = stub_->Follow(&ctx);
+  v1::FollowResponse message;
+  weightd::status ended;
+  if (stream->Write(hello) && stream->Read(&message)) {
+    if (message.schema_version() > events::kSchemaVersion) {
+      ended = {errc::not_ready, "the leader writes event schema " +
+                                    std::to_string(message.schema_version()) +
+                                    " but this weightd decodes up to schema " +
+                                    std::to_string(events::kSchemaVersion) +
+                                    "; upgrade this standby's weightd"};
+    } else {
+      {
+        std::lock_guard lock(mutex_);
+        status_.connected = true;
+        status_.leader_seq = message.leader_seq();
+        ++status_.streams;
+        changed_.notify_all();
+      }
+      spdlog::info("standby follows leader={} from_seq={} leader_seq={}", options_.leader.address,
+                   hello.durable_seq() + 1, message.leader_seq());
+      while (ended.ok() && stream->Read(&message)) {
+        ended = take(message);
+        v1::FollowRequest ack;
+        ack.set_durable_seq(status().durable_seq);
+        if (ended.ok() && !stream->Write(ack)) break;
+      }
+    }
+  }
+  if (!ended.ok()) ctx.TryCancel();
+  auto finished = from_grpc(ctx, stream->Finish());
+  forget();
+  if (!ended.ok()) return ended;
+  if (!finished.ok()) return finished;
+  return {errc::internal, "the leader ended the stream"};
+}
+
+weightd::status follower::take(v1::FollowResponse& message) {
+  std::vector<events::v1::Envelope> batch;
+  batch.reserve(static_cast<size_t>(message.envelopes_size()));
+  for (auto& e : *message.mutable_envelopes()) batch.push_back(std::move(e));
+  if (!batch.empty()) {
+    if (auto st = journal_->append_copied(batch); !st.ok()) {
+      if (st.code() == errc::invalid_argument) {  // not a prefix of the leader's journal
+        std::lock_guard lock(mutex_);
+        status_.failure = st.to_string();
+      }
+      return st;  // a journal that failed to write: the next stream retries from durable_seq
+    }
+  }
+  std::unique_lock lock(mutex_);
+  for (const auto& e : batch) {
+    if (auto st = persistence::fold_event(state_, e); !st.ok()) {
+      status_.failure = "event " + std::to_string(e.global_seq()) + " does not fold: " + st.to_string();
+      return st;
+    }
+  }
+  status_.durable_seq = state_.applied_seq;
+  status_.leader_seq = std::max(message.leader_seq(), status_.durable_seq);
+  changed_.notify_all();
+  lock.unlock();  // only this thread changes state_: it reads it unlocked below
+  since_snapshot_ += batch.size();
+  if (options_.snapshot_every && since_snapshot_ >= options_.snapshot_every) {
+    since_snapshot_ = 0;
+    if (auto saved = persistence::save_state_snapshot(*journal_, state_); !saved)
+      spdlog::warn("standby snapshot failed error=\"{}\"; the next one retries",
+                   saved.error().to_string());
+  }
+  return {};
+}
+
+}  // namespace weightd::api

@@ -1,0 +1,93 @@
+// A standby's side of SPEC §11 Follow: it keeps a copy of the leader's
+// journal and folds it with the functions a restart uses. A standby runs no
+// revision actors; its journal and its fold are the leader's, seq for seq.
+//
+// One thread of its own (blocking gRPC and LMDB calls, never a CAF worker):
+//   1. at start, fold its own journal (snapshot + tail: fold_journal);
+//   2. connect and say who it is: schema, event types, durable seq;
+//   3. refuse a leader whose schema is newer than it decodes (naming both);
+//   4. each message: append its envelopes as copied (append_copied: same
+//      seqs, one transaction and one fsync per message: the leader's batch is
+//      the group), fold each (fold_event), report the new durable seq;
+//   5. when the stream ends or fails: wait (backoff from 100 ms, doubling to
+//      5 s, reset once a stream was welcomed) and go to 2.
+// A copied batch the journal refuses (not the next seqs: this journal is not
+// a prefix of the leader's) or an event the fold refuses stops following
+// for good: `failure()` says why, and a person must look.
+// Every snapshot_every events it saves its fold as a state snapshot, as the
+// leader's snapshotter does, so that a restart or a promotion folds little.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "api/client/client.hpp"
+#include "events/state.hpp"
+#include "persistence/journal_backend.hpp"
+
+namespace weightd::api {
+
+struct follower_options {
+  client_options leader;  // its address, token and TLS files
+  std::string member;     // this standby's name for the leader ("" = its peer address)
+  std::chrono::milliseconds min_backoff{100};
+  std::chrono::milliseconds max_backoff{5'000};
+  uint64_t snapshot_every = 10'000;  // events between state snapshots (0 = never)
+};
+
+/// Where the standby is.
+struct follower_status {
+  bool connected = false;    // a stream is welcomed and open
+  uint64_t durable_seq = 0;  // the highest seq of its journal (and its fold)
+  uint64_t leader_seq = 0;   // the leader's highest seq, as last heard
+  uint64_t streams = 0;      // streams the leader welcomed so far
+  std::string last_error;    // why the last stream ended ("" = none yet)
+  std::string failure;       // set: following stopped for good (see above)
+};
+
+class follower {
+ public:
+  /// Folds `journal` and starts following; an unreadable journal fails here.
+  static result<std::unique_ptr<follower>> start(
+      std::shared_ptr<persistence::journal_backend> journal, follower_options options);
+  ~follower();
+  follower(const follower&) = delete;
+  follower& operator=(const follower&) = delete;
+
+  /// Ends the stream and the thread; the journal has every message it took.
+  void stop();
+  follower_status status() const;
+  /// The fold at status().durable_seq (a copy).
+  events::store_state state() const;
+  /// Waits until durable_seq >= seq (true), for at most `timeout`.
+  bool wait_for(uint64_t seq, std::chrono::milliseconds timeout) const;
+
+ private:
+  follower(std::shared_ptr<persistence::journal_backend> journal, follower_options options,
+           events::store_state folded);
+  void run();
+  /// One stream, from hello to its end: why it ended.
+  weightd::status follow_once();
+  /// Appends and folds one message's envelopes; a failure stops following.
+  weightd::status take(v1::FollowResponse& message);
+
+  std::shared_ptr<persistence::journal_backend> journal_;
+  follower_options options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::ReplicationService::Stub> stub_;
+  uint64_t since_snapshot_ = 0;  // events appended since the last snapshot (thread only)
+
+  mutable std::mutex mutex_;  // guards everything below
+  mutable std::condition_variable changed_;
+  events::store_state state_;
+  follower_status status_;
+  bool stopping_ = false;
+  grpc::ClientContext* stream_ = nullptr;  // the open stream's, to cancel it
+  std::thread thread_;
+};
+
+}  // namespace weightd::api
