@@ -22,6 +22,7 @@ bool operator==(const object_index& a, const object_index& b) {
 bool operator==(const store_state& a, const store_state& b) {
   return a.applied_seq == b.applied_seq && a.writer_id == b.writer_id &&
          a.writers_started == b.writers_started && a.last_event_ms == b.last_event_ms &&
+         a.epoch == b.epoch && a.leader == b.leader &&
          a.objects == b.objects && a.revisions == b.revisions && a.lineages == b.lineages;
 }
 
@@ -95,6 +96,17 @@ status apply_payload(store_state& s, const v1::Envelope& e) {
       s.writer_id = e.writer_started().writer_id();
       ++s.writers_started;
       return {};
+    case P::kLeadershipTaken: {
+      const auto& taken = e.leadership_taken();
+      if (taken.epoch() <= s.epoch || taken.epoch() != e.epoch())
+        return {errc::data_loss, "event seq " + std::to_string(e.global_seq()) +
+                                     " takes leadership at epoch " + std::to_string(taken.epoch()) +
+                                     " (envelope epoch " + std::to_string(e.epoch()) +
+                                     ") but the journal is at epoch " + std::to_string(s.epoch) +
+                                     " already: epochs only grow"};
+      s.leader = taken.member();
+      return {};
+    }
     case P::PAYLOAD_NOT_SET: return refuse(e, "envelope without payload");
     default: return refuse(e, "unknown event type");
   }
@@ -163,7 +175,19 @@ status evolve(store_state& state, const v1::Envelope& event) {
   if (event.global_seq() <= state.applied_seq)
     return refuse(event, "seq is not after the last applied seq " +
                              std::to_string(state.applied_seq));
+  // SPEC §11 fencing: epochs never go down, and a new one begins with its
+  // leadership_taken (which checks that it grows).
+  bool takes_leadership = event.payload_case() == v1::Envelope::kLeadershipTaken;
+  if (event.epoch() < state.epoch || (event.epoch() > state.epoch && !takes_leadership))
+    return {errc::data_loss, "event seq " + std::to_string(event.global_seq()) + " (" +
+                                 event_type_name(event) + ") has epoch " +
+                                 std::to_string(event.epoch()) + " but the journal is at epoch " +
+                                 std::to_string(state.epoch) +
+                                 (event.epoch() < state.epoch
+                                      ? ": a former leader's event after the new one's"
+                                      : " and no leadership_taken began it")};
   if (auto st = apply_payload(state, event); !st.ok()) return st;
+  state.epoch = event.epoch();
   state.applied_seq = event.global_seq();
   state.last_event_ms = event.timestamp_ms();
   return {};

@@ -100,6 +100,8 @@ struct store_state {
   uint64_t writer_id = 0;    // incarnation of the last writer seen
   uint64_t writers_started = 0;
   int64_t last_event_ms = 0; // timestamp of the last folded event
+  uint64_t epoch = 0;        // the highest epoch folded (SPEC §11; 0 = the first leader's)
+  std::string leader;        // the member of the last leadership_taken ("" = the first leader)
   object_index objects;
   revision_index revisions;
   lineage_index lineages;

@@ -13,6 +13,8 @@ std::string encode_state(const store_state& s) {
   out.set_applied_seq(s.applied_seq);
   out.set_writer_id(s.writer_id);
   out.set_writers_started(s.writers_started);
+  out.set_epoch(s.epoch);
+  out.set_leader(s.leader);
   out.set_last_event_ms(s.last_event_ms);
   for (const auto& [ref, o] : s.objects.objects) {
     auto* p = out.add_objects();
@@ -107,6 +109,8 @@ result<store_state> decode_state(std::string_view bytes) {
   s.applied_seq = in.applied_seq();
   s.writer_id = in.writer_id();
   s.writers_started = in.writers_started();
+  s.epoch = in.epoch();
+  s.leader = in.leader();
   s.last_event_ms = in.last_event_ms();
   for (const auto& p : in.objects()) {
     auto o = object_record::metadata_of(p);

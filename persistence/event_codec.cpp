@@ -76,7 +76,13 @@ status validate_batch(const std::vector<Envelope>& batch) {
 
 namespace weightd::persistence {
 status stamp_event(events::v1::Envelope& e, uint64_t global_seq, uint64_t stream_seq,
-                   uint64_t writer_id, numbering how) {
+                   uint64_t writer_id, numbering how, uint64_t& epoch) {
+  if (how == numbering::assign && e.epoch() == 0) e.set_epoch(epoch);
+  if (e.epoch() < epoch)
+    return {errc::data_loss, "an event of epoch " + std::to_string(e.epoch()) +
+                                 " cannot follow epoch " + std::to_string(epoch) +
+                                 " in this journal: it comes from a former leader"};
+  epoch = e.epoch();
   if (how == numbering::copied) {
     if (e.global_seq() == global_seq && e.stream_seq() == stream_seq) return {};
     return {errc::invalid_argument,

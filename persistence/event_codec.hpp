@@ -29,7 +29,9 @@ bool decode_snapshot_body(std::string_view body, std::string& stream, int64_t& t
 namespace weightd::persistence {
 /// Fills what the journal owns in an envelope about to be written (assign),
 /// or checks that a copied one carries exactly these seqs: INVALID_ARGUMENT
-/// naming both when it does not.
+/// naming both when it does not. `epoch` is the highest epoch the journal
+/// holds: an assigned envelope without one gets it, and one below it is
+/// refused (DATA_LOSS, SPEC §11 fencing); a higher one raises it.
 status stamp_event(events::v1::Envelope& e, uint64_t global_seq, uint64_t stream_seq,
-                   uint64_t writer_id, numbering how);
+                   uint64_t writer_id, numbering how, uint64_t& epoch);
 }  // namespace weightd::persistence

@@ -42,6 +42,7 @@ class faulty_journal final : public journal_backend {
 
   status append_batch(std::vector<Envelope>& batch, numbering how) override;
   result<uint64_t> highest_seq() const override { return inner_->highest_seq(); }
+  result<uint64_t> highest_epoch() const override { return inner_->highest_epoch(); }
   status read(seq_range range, const event_visitor& visit) const override;
   result<uint64_t> highest_stream_seq(std::string_view stream) const override {
     return inner_->highest_stream_seq(stream);

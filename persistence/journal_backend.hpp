@@ -88,6 +88,9 @@ class journal_backend {
   /// The highest global seq ever assigned (0 for an empty journal).
   virtual result<uint64_t> highest_seq() const = 0;
 
+  /// The highest epoch of an envelope it holds (SPEC §11; 0 = the first leader's).
+  virtual result<uint64_t> highest_epoch() const = 0;
+
   /// Envelopes with from <= global_seq <= to, at most max, in seq order.
   virtual status read(seq_range range, const event_visitor& visit) const = 0;
 

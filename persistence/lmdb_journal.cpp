@@ -173,9 +173,13 @@ status lmdb_journal::init() {
                                 std::string(kFormat) + "'"};
   }
   if (rc == MDB_NOTFOUND && !options_.read_only) rc = put(txn, meta_, "format", kFormat);
-  uint64_t highest = 0, incarnation = 0;
+  uint64_t highest = 0, incarnation = 0, epoch = 0;
   if (rc == 0 || rc == MDB_NOTFOUND) {
     rc = get_u64(txn, meta_, "highest_seq", highest);
+    if (rc == MDB_NOTFOUND) rc = 0;
+  }
+  if (rc == 0) {
+    rc = get_u64(txn, meta_, "epoch", epoch);
     if (rc == MDB_NOTFOUND) rc = 0;
   }
   if (rc == 0) {
@@ -193,6 +197,7 @@ status lmdb_journal::init() {
     mdb_reader_check(env_, &dead);  // clear reader slots of crashed processes
   }
   highest_ = highest;
+  epoch_ = epoch;
   incarnation_ = incarnation;
   return {};
 }
@@ -221,10 +226,11 @@ status lmdb_journal::grow_map() {
 status lmdb_journal::append_batch(std::vector<Envelope>& batch, numbering how) {
   if (auto st = validate_batch(batch); !st.ok()) return st;
   if (batch.empty()) return {};
-  uint64_t last = 0;
+  uint64_t last = 0, last_epoch = epoch_;
   status refused;  // a copied envelope that is not the next one: nothing is written
   auto st = with_write_txn("append", [&](MDB_txn* txn) -> int {
     uint64_t seq = highest_;
+    uint64_t epoch = epoch_;
     uint64_t next_stream_id = 0;
     if (int rc = get_u64(txn, meta_, "next_stream_id", next_stream_id); rc && rc != MDB_NOTFOUND)
       return rc;
@@ -252,7 +258,7 @@ status lmdb_journal::append_batch(std::vector<Envelope>& batch, numbering how) {
         it = touched.emplace(e.stream(), stream_cursor{meta.id, highest}).first;
       }
       auto& cursor = it->second;
-      refused = stamp_event(e, ++seq, ++cursor.highest, incarnation_, how);
+      refused = stamp_event(e, ++seq, ++cursor.highest, incarnation_, how, epoch);
       if (!refused.ok()) return EINVAL;
       if (int rc = put(txn, events_, be64(seq), encode_event(e), MDB_APPEND)) return rc;
       if (int rc = put(txn, streams_, be64(cursor.id) + be64(cursor.highest), be64(seq))) return rc;
@@ -260,12 +266,28 @@ status lmdb_journal::append_batch(std::vector<Envelope>& batch, numbering how) {
     if (created)
       if (int rc = put(txn, meta_, "next_stream_id", be64(next_stream_id))) return rc;
     if (int rc = put(txn, meta_, "highest_seq", be64(seq))) return rc;
+    if (epoch != epoch_)
+      if (int rc = put(txn, meta_, "epoch", be64(epoch))) return rc;
     last = seq;
+    last_epoch = epoch;
     return 0;
   });
   if (!refused.ok()) return refused;
-  if (st.ok()) highest_ = last;
+  if (st.ok()) {
+    highest_ = last;
+    epoch_ = last_epoch;
+  }
   return st;
+}
+
+result<uint64_t> lmdb_journal::highest_epoch() const {
+  uint64_t epoch = 0;
+  auto st = with_read_txn([&](MDB_txn* txn) -> status {
+    int rc = get_u64(txn, meta_, "epoch", epoch);
+    return rc == 0 || rc == MDB_NOTFOUND ? status{} : read_error(rc);
+  });
+  if (!st.ok()) return st;
+  return epoch;
 }
 
 result<uint64_t> lmdb_journal::highest_seq() const {

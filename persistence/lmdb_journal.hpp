@@ -52,6 +52,7 @@ class lmdb_journal final : public journal_backend {
 
   status append_batch(std::vector<Envelope>& batch, numbering how) override;
   result<uint64_t> highest_seq() const override;
+  result<uint64_t> highest_epoch() const override;
   status read(seq_range range, const event_visitor& visit) const override;
   result<uint64_t> highest_stream_seq(std::string_view stream) const override;
   status read_stream(std::string_view stream, seq_range range,
@@ -87,6 +88,7 @@ class lmdb_journal final : public journal_backend {
   unsigned events_ = 0, streams_ = 0, stream_meta_ = 0, snapshots_ = 0, meta_ = 0;
   uint64_t incarnation_ = 0;
   uint64_t highest_ = 0;            // writer's cache of meta "highest_seq"
+  uint64_t epoch_ = 0;              // writer's cache of meta "epoch"
   uint64_t map_bytes_ = 0;
   std::atomic<uint64_t> map_growths_{0};
   std::mutex write_mutex_;          // one write transaction at a time

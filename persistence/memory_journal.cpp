@@ -15,13 +15,14 @@ status memory_journal::append_batch(std::vector<Envelope>& batch, numbering how)
   std::map<std::string, uint64_t> next_stream_seq;
   std::vector<std::pair<uint64_t, std::string>> staged;
   uint64_t seq = highest_;
+  uint64_t epoch = epoch_;
   for (auto& e : batch) {
     auto [it, fresh] = next_stream_seq.try_emplace(e.stream(), 0);
     if (fresh) {
       auto found = streams_.find(e.stream());
       it->second = found == streams_.end() ? 0 : found->second.highest;
     }
-    if (auto st = stamp_event(e, ++seq, ++it->second, writer_id_, how); !st.ok()) return st;
+    if (auto st = stamp_event(e, ++seq, ++it->second, writer_id_, how, epoch); !st.ok()) return st;
     staged.emplace_back(seq, encode_event(e));
   }
   for (auto& [s, record] : staged) events_.emplace(s, std::move(record));
@@ -31,7 +32,13 @@ status memory_journal::append_batch(std::vector<Envelope>& batch, numbering how)
     info.index.emplace(e.stream_seq(), e.global_seq());
   }
   highest_ = seq;
+  epoch_ = epoch;
   return {};
+}
+
+result<uint64_t> memory_journal::highest_epoch() const {
+  std::shared_lock lock(mutex_);
+  return epoch_;
 }
 
 result<uint64_t> memory_journal::highest_seq() const {

@@ -16,6 +16,7 @@ class memory_journal final : public journal_backend {
 
   status append_batch(std::vector<Envelope>& batch, numbering how) override;
   result<uint64_t> highest_seq() const override;
+  result<uint64_t> highest_epoch() const override;
   status read(seq_range range, const event_visitor& visit) const override;
   result<uint64_t> highest_stream_seq(std::string_view stream) const override;
   status read_stream(std::string_view stream, seq_range range,
@@ -44,6 +45,7 @@ class memory_journal final : public journal_backend {
   mutable std::shared_mutex mutex_;
   uint64_t writer_id_;
   uint64_t highest_ = 0;
+  uint64_t epoch_ = 0;
   std::map<uint64_t, std::string> events_;  // global_seq -> record
   std::map<std::string, stream_info, std::less<>> streams_;
   std::map<std::pair<std::string, uint64_t>, std::string> snapshots_;  // -> record

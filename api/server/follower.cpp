@@ -101,6 +101,7 @@ weightd::status follower::follow_once() {
     if (stopping_) return {};
     stream_ = &ctx;
     hello.set_durable_seq(status_.durable_seq);
+    hello.set_epoch(state_.epoch);
   }
   auto forget = [&] {
     std::lock_guard lock(mutex_);
@@ -119,6 +120,12 @@ weightd::status follower::follow_once() {
                                     " but this weightd decodes up to schema " +
                                     std::to_string(events::kSchemaVersion) +
                                     "; upgrade this standby's weightd"};
+    } else if (message.epoch() < hello.epoch()) {
+      ended = {errc::conflict, "the leader at " + options_.leader.address + " is at epoch " +
+                                   std::to_string(message.epoch()) +
+                                   " but this standby's journal holds epoch " +
+                                   std::to_string(hello.epoch()) +
+                                   ": it is a former leader; follow the current one"};
     } else {
       {
         std::lock_guard lock(mutex_);

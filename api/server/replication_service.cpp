@@ -97,6 +97,13 @@ class follow_reactor final : public follow_reactor_base {
     if (!journal_) return {errc::busy, "weightd is stopping; the standby reconnects"};
     auto highest = journal_->highest_seq();
     if (!highest) return highest.error();
+    auto epoch = journal_->highest_epoch();
+    if (!epoch) return epoch.error();
+    if (in_.epoch() > *epoch)
+      return {errc::conflict, "the standby's journal holds epoch " + std::to_string(in_.epoch()) +
+                                  " but this weightd is at epoch " + std::to_string(*epoch) +
+                                  ": this weightd is a former leader and must not lead"};
+    epoch_ = *epoch;
     if (in_.durable_seq() > *highest)
       return {errc::conflict,
               "the standby holds seq " + std::to_string(in_.durable_seq()) +
@@ -121,6 +128,7 @@ class follow_reactor final : public follow_reactor_base {
     out_.Clear();
     out_.set_leader_seq(*highest);
     out_.set_schema_version(events::kSchemaVersion);
+    out_.set_epoch(epoch_);
     leader_seq_ = *highest;
     watch_->touch();
     StartWrite(&out_);
@@ -134,6 +142,7 @@ class follow_reactor final : public follow_reactor_base {
     leader_seq_ = std::max(leader_seq_, next_seq_ - 1);
     out_.set_leader_seq(leader_seq_);
     out_.set_schema_version(events::kSchemaVersion);
+    out_.set_epoch(epoch_);
     watch_->touch();  // from now the standby has --watch-stall-timeout to take it
     StartWrite(&out_);
   }
@@ -164,6 +173,7 @@ class follow_reactor final : public follow_reactor_base {
   uint64_t next_seq_ = 1;
   uint64_t durable_seq_ = 0;  // as the standby last reported it
   uint64_t leader_seq_ = 0;   // the highest seq known to be committed here
+  uint64_t epoch_ = 0;        // this leader's, when the standby was welcomed
 };
 
 class replication_service final : public v1::ReplicationService::CallbackService {

@@ -117,3 +117,48 @@ TEST_CASE("upcast: envelopes from a newer schema are refused, older ones brought
   CHECK_FALSE(st.ok());
   CHECK(st.message().find("upgrade") != std::string::npos);
 }
+
+// SPEC §11 fencing by epoch.
+namespace {
+v1::Envelope leadership(uint64_t seq, uint64_t epoch, const std::string& member) {
+  auto e = at(seq);
+  e.set_epoch(epoch);
+  e.set_stream("system");
+  auto* p = e.mutable_leadership_taken();
+  p->set_epoch(epoch);
+  p->set_member(member);
+  p->set_last_seq_of_previous_epoch(seq - 1);
+  return e;
+}
+}  // namespace
+
+TEST_CASE("evolve: leadership_taken raises the epoch and names the leader; later events carry it") {
+  store_state s;
+  REQUIRE(evolve(s, put(1, "a", 100, v1::TIER_HOT)).ok());
+  CHECK(s.epoch == 0);
+  REQUIRE(evolve(s, leadership(2, 3, "standby-1")).ok());
+  CHECK(s.epoch == 3);
+  CHECK(s.leader == "standby-1");
+  auto next = put(3, "b", 10, v1::TIER_HOT);
+  next.set_epoch(3);
+  CHECK(evolve(s, next).ok());
+}
+
+TEST_CASE("evolve: an event of a lower epoch, a new epoch without leadership_taken, or a leadership that does not grow is DATA_LOSS") {
+  store_state s;
+  REQUIRE(evolve(s, leadership(1, 2, "a")).ok());
+  auto former = put(2, "x", 10, v1::TIER_HOT);
+  former.set_epoch(1);  // a former leader's event after the new one's
+  auto refused = evolve(s, former);
+  CHECK(refused.code() == errc::data_loss);
+  CHECK(refused.message().find("former leader") != std::string::npos);
+  auto unannounced = put(2, "x", 10, v1::TIER_HOT);
+  unannounced.set_epoch(5);
+  CHECK(evolve(s, unannounced).code() == errc::data_loss);
+  CHECK(evolve(s, leadership(2, 2, "b")).code() == errc::data_loss);  // not above 2
+  auto mismatched = leadership(2, 4, "b");
+  mismatched.set_epoch(3);  // the envelope's epoch is not the one it takes
+  CHECK(evolve(s, mismatched).code() == errc::data_loss);
+  CHECK(s.applied_seq == 1);  // nothing of it applied
+  CHECK(s.epoch == 2);
+}

@@ -280,3 +280,36 @@ JOURNAL_SPEC("a copied batch that is not the next seqs is refused whole, naming 
   CHECK(copy.append_copied(next).ok());
   CHECK(*copy.highest_seq() == 3);
 }
+
+JOURNAL_SPEC("a journal stamps its highest epoch on new envelopes and refuses a lower one, copied or not") {
+  B store;
+  auto& j = store.backend();
+  std::vector<events::v1::Envelope> first{make_event("system", "a")};
+  REQUIRE(j.append(first).ok());
+  CHECK(first[0].epoch() == 0);
+  CHECK(*j.highest_epoch() == 0);
+  std::vector<events::v1::Envelope> taken{make_event("system", "b")};
+  taken[0].set_epoch(2);  // a new leader's first event names its epoch
+  REQUIRE(j.append(taken).ok());
+  CHECK(*j.highest_epoch() == 2);
+  std::vector<events::v1::Envelope> later{make_event("system", "c")};
+  REQUIRE(j.append(later).ok());
+  CHECK(later[0].epoch() == 2);  // stamped
+  std::vector<events::v1::Envelope> former{make_event("system", "d")};
+  former[0].set_epoch(1);
+  auto refused = j.append(former);
+  CHECK(refused.code() == errc::data_loss);
+  CHECK(mentions(refused, "former leader"));
+  auto copied = read_all(j).back();
+  copied.set_global_seq(4);
+  copied.set_stream_seq(4);
+  copied.set_epoch(1);
+  std::vector<events::v1::Envelope> batch{copied};
+  CHECK(j.append_copied(batch).code() == errc::data_loss);
+  CHECK(*j.highest_seq() == 3);
+  CHECK(*j.highest_epoch() == 2);
+  if constexpr (std::is_same_v<B, lmdb_backend>) {
+    store.reopen();
+    CHECK(*store.backend().highest_epoch() == 2);  // kept across a reopen
+  }
+}

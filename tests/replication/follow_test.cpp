@@ -157,3 +157,27 @@ TEST_CASE("follow: with no leader to reach, a standby keeps trying and says why;
   (*started)->stop();
   CHECK(std::chrono::steady_clock::now() - stop_started < std::chrono::seconds(2));
 }
+
+TEST_CASE("follow: a standby whose journal holds a higher epoch than the leader's is refused, naming the former leader") {
+  temp_dir dir;
+  served_node leader{node_in(dir.path() / "leader", 64 << 20), {}};
+  // This standby's journal saw a later leadership (epoch 1) than the leader's (0).
+  auto journal = open_journal(dir.path() / "standby");
+  events::v1::Envelope taken;
+  taken.set_stream("system");
+  taken.set_timestamp_ms(1000);
+  taken.set_epoch(1);
+  taken.mutable_leadership_taken()->set_epoch(1);
+  taken.mutable_leadership_taken()->set_member("elsewhere");
+  std::vector<events::v1::Envelope> batch{taken};
+  REQUIRE(journal->append(batch).ok());
+  auto started = api::follower::start(journal, following(leader));
+  REQUIRE_MESSAGE(started.ok(), started.error().to_string());
+  for (int i = 0; i < 300 && (*started)->status().last_error.empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto status = (*started)->status();
+  CHECK_FALSE(status.connected);
+  CHECK(status.durable_seq == 1);  // nothing copied
+  CHECK(status.last_error.find("former leader") != std::string::npos);
+  CHECK(status.last_error.find("CONFLICT") == 0);
+}
