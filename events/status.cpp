@@ -25,6 +25,7 @@ const char* code_name(errc code) {
     case errc::internal: return "INTERNAL";
     case errc::resource_exhausted: return "RESOURCE_EXHAUSTED";
     case errc::unimplemented: return "UNIMPLEMENTED";
+    case errc::not_leader: return "NOT_LEADER";
   }
   return "UNKNOWN";
 }

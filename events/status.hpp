@@ -34,9 +34,10 @@ enum class errc : uint8_t {
   internal,              // a bug or an unexpected system error
   resource_exhausted,    // a per-client or global limit is reached; the message names it
   unimplemented,         // an RPC this version does not serve yet
+  not_leader,            // a standby: writes go to the leader (SPEC §11; weightd-leader names it)
 };
 /// The highest code (codes run 1..kLastErrc without gaps).
-inline constexpr errc kLastErrc = errc::unimplemented;
+inline constexpr errc kLastErrc = errc::not_leader;
 
 /// "INVALID_ARGUMENT", "NOT_FOUND", ... (the names clients see in metadata).
 const char* code_name(errc code);

@@ -5,7 +5,7 @@
 //   11 DURABILITY_FAILED  12 MANAGED_OBJECT  13 OBJECT_HAS_LEASE
 //   14 OBJECT_ALREADY_EXISTS  15 NO_AVAILABLE_SPACE  16 UNAUTHENTICATED
 //   17 PERMISSION_DENIED  18 DATA_LOSS  19 INTERNAL  20 RESOURCE_EXHAUSTED
-//   21 UNIMPLEMENTED
+//   21 UNIMPLEMENTED  22 NOT_LEADER
 // and, outside the error classes a daemon answers with:
 //   69 the daemon is unreachable (nothing listens at --address/WEIGHTD_ADDRESS,
 //      or it did not answer in time): sysexits' EX_UNAVAILABLE, far from the

@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <thread>
 #include <fstream>
 #include <future>
 #include <optional>
@@ -372,6 +373,30 @@ int show_lineage(const online_options& o, const std::string& text,
   return 0;
 }
 
+int promote_standby(const online_options& o, bool force, std::ostream& out, std::ostream& err) {
+  client c{o.connection};
+  v1::PromoteRequest req;
+  req.set_force(force);
+  auto promoted = c.promote(req);
+  if (!promoted) return fail(err, promoted.error());
+  // The standby restarts as the leader on its journal: wait until it serves.
+  for (int i = 0; i < 600; ++i) {
+    auto s = c.server_status();
+    if (s && s->role() == "leader") {
+      if (o.json) out << to_json(*s) << "\n";
+      else
+        out << fmt::format("promoted {}: the leader at epoch {}, journal seq {}\n",
+                           o.connection.address, s->epoch(), s->journal_seq());
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return fail(err, {errc::busy, "the standby accepted the promotion to epoch " +
+                                    std::to_string(promoted->epoch()) +
+                                    " but does not serve as the leader after 60 s"},
+              "look at its log");
+}
+
 int show_status(const online_options& o, std::ostream& out, std::ostream& err) {
   client c{o.connection};
   auto s = c.server_status();
@@ -380,8 +405,19 @@ int show_status(const online_options& o, std::ostream& out, std::ostream& err) {
     out << to_json(*s) << "\n";
     return 0;
   }
-  out << fmt::format("weightd {} at {} (writer {})\n", s->version(), o.connection.address,
-                     s->writer_id());
+  if (s->role() == "standby") {  // SPEC §11: where it is behind its leader
+    out << fmt::format("weightd {} at {} (standby of {}, epoch {})\n", s->version(),
+                       o.connection.address, s->leader(), s->epoch());
+    auto behind = s->leader_seq() > s->journal_seq() ? s->leader_seq() - s->journal_seq() : 0;
+    out << fmt::format("journal seq  {} ({} behind its leader)\n", s->journal_seq(), behind);
+    out << fmt::format("following    {}\n",
+                       s->following() ? std::string{"yes"}
+                                      : "no" + (s->follow_error().empty() ? std::string{}
+                                                                          : ": " + s->follow_error()));
+    return 0;
+  }
+  out << fmt::format("weightd {} at {} (leader, epoch {}, writer {})\n", s->version(),
+                     o.connection.address, s->epoch(), s->writer_id());
   out << fmt::format("journal seq  {}\n", s->journal_seq());
   out << fmt::format("objects      {}\n", s->objects());
   out << fmt::format("HOT          {} used, {} reserved of {}\n", format_bytes(s->hot().used_bytes()),

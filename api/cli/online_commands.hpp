@@ -50,4 +50,8 @@ int abort_import(const online_options& o, const std::string& id,
                  const std::vector<std::string>& keys, std::ostream& out, std::ostream& err);
 int show_status(const online_options& o, std::ostream& out, std::ostream& err);
 
+/// `weightctl admin promote [--force]` (SPEC §11): the standby at --address
+/// becomes the leader; waits until it serves as one and prints its epoch.
+int promote_standby(const online_options& o, bool force, std::ostream& out, std::ostream& err);
+
 }  // namespace weightd::api

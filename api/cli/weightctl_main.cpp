@@ -159,7 +159,15 @@ int run(int argc, char** argv) {
   std::string prefix;
   auto* obj_ls_cmd = obj_cmd->add_subcommand("ls", "List objects");
   obj_ls_cmd->add_option("PREFIX", prefix, "Only keys starting with this");
-  auto* status_cmd = app.add_subcommand("status", "The daemon's tiers, journal and counters");
+  auto* status_cmd = app.add_subcommand("status", "The daemon's role, tiers, journal and counters");
+  auto* admin_cmd = app.add_subcommand("admin", "High availability (SPEC §11)");
+  admin_cmd->require_subcommand(1);
+  bool promote_force = false;
+  auto* promote_cmd = admin_cmd->add_subcommand(
+      "promote", "Make the standby at --address the leader (its leader must be gone)");
+  promote_cmd->add_flag("--force", promote_force,
+                        "Also while its leader still streams to it (only when that leader is cut "
+                        "off and cannot take writes)");
   watch_args watch;
   auto* watch_cmd = app.add_subcommand(
       "watch", "Follow the journal live, one line per event (NDJSON with --json); reconnects "
@@ -291,6 +299,7 @@ int run(int argc, char** argv) {
   if (*obj_rm_cmd) return obj_rm(online, keys, force, std::cout, std::cerr);
   if (*obj_ls_cmd) return obj_ls(online, prefix, std::cout, std::cerr);
   if (*status_cmd) return show_status(online, std::cout, std::cerr);
+  if (*promote_cmd) return promote_standby(online, promote_force, std::cout, std::cerr);
   if (*watch_cmd) return watch_events(online, watch, std::cout, std::cerr);
   if (*dump_cmd) return journal_dump(where, dump, std::cout, std::cerr);
   if (*stats_cmd) return journal_stats(where, stats, std::cout, std::cerr);

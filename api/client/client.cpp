@@ -160,6 +160,9 @@ result<v1::StatusResponse> client::server_status() {
   v1::StatusRequest r;
   return WEIGHTD_UNARY(admin_, Status, v1::StatusResponse, r);
 }
+result<v1::PromoteResponse> client::promote(const v1::PromoteRequest& r) {
+  return WEIGHTD_UNARY(admin_, Promote, v1::PromoteResponse, r);
+}
 result<v1::HistoryResponse> client::history(const v1::HistoryRequest& r) {
   return WEIGHTD_UNARY(weights_, History, v1::HistoryResponse, r);
 }

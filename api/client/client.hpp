@@ -63,6 +63,8 @@ class client {
   result<v1::Operation> cancel_operation(const v1::CancelOperationRequest& req);
   result<v1::ReconcileResponse> reconcile(const v1::ReconcileRequest& req);
   result<v1::StatusResponse> server_status();
+  /// SPEC §11: a standby becomes the leader (see PromoteRequest).
+  result<v1::PromoteResponse> promote(const v1::PromoteRequest& req);
   /// Lineage replacement (SPEC §4 upsert).
   result<v1::UpsertClaim> begin_upsert(const v1::BeginUpsertRequest& req);
   result<v1::RevisionView> commit_upsert(const v1::CommitUpsertRequest& req);

@@ -26,6 +26,7 @@ grpc::StatusCode grpc_code(errc code) {
     case errc::internal: return G::INTERNAL;
     case errc::resource_exhausted: return G::RESOURCE_EXHAUSTED;
     case errc::unimplemented: return G::UNIMPLEMENTED;
+    case errc::not_leader: return G::UNAVAILABLE;
   }
   return G::UNKNOWN;
 }

@@ -22,14 +22,13 @@ class admin_service final : public v1::AdminService::CallbackService {
                              v1::StatusResponse* resp) override {
     auto admitted = admit(*options_.auth, ctx, *req);
     if (!admitted) return reject(ctx, admitted.error());
-    resp->set_caller(admitted->first.principal);
-    if (admitted->first.secured) {
-      resp->set_caller_tenant(admitted->first.tenant);
-      resp->set_caller_role(role_name(admitted->first.role));
-    }
+    say_who_asked(admitted->first, resp);
     auto* reactor = ctx->DefaultReactor();
     resp->set_version(options_.version);
     resp->set_writer_id(node_.writer_id());
+    resp->set_role("leader");
+    if (auto journal = node_.backend())
+      if (auto epoch = journal->highest_epoch(); epoch.ok()) resp->set_epoch(*epoch);
     auto journal = node_.journal();
     auto store = node_.objects();
     auto registry = node_.registry();
@@ -83,6 +82,14 @@ class admin_service final : public v1::AdminService::CallbackService {
     return bridge_.call<uint64_t>(
         ctx, node_.snapshotter(),
         [resp](uint64_t seq) { resp->set_seq(seq); }, actors::snapshot_atom::value);
+  }
+
+  ServerUnaryReactor* Promote(CallbackServerContext* ctx, const v1::PromoteRequest* req,
+                              v1::PromoteResponse*) override {
+    if (auto admitted = admit(*options_.auth, ctx, *req); !admitted)
+      return reject(ctx, admitted.error());
+    return reject(ctx, {errc::not_ready, "this weightd is the leader already; promote a standby "
+                                         "(one started with --follow)"});
   }
 
  private:

@@ -6,6 +6,7 @@
 
 #include "api/common/grpc_status.hpp"
 #include "events/event_type.hpp"
+#include "events/identity.hpp"
 #include "events/upcast.hpp"
 #include "persistence/replay.hpp"
 
@@ -34,6 +35,7 @@ follower::follower(std::shared_ptr<persistence::journal_backend> journal, follow
                    events::store_state folded)
     : journal_(std::move(journal)), options_(std::move(options)), state_(std::move(folded)) {
   status_.durable_seq = state_.applied_seq;
+  status_.epoch = state_.epoch;
 }
 
 follower::~follower() { stop(); }
@@ -173,6 +175,7 @@ weightd::status follower::take(v1::FollowResponse& message) {
     }
   }
   status_.durable_seq = state_.applied_seq;
+  status_.epoch = state_.epoch;
   status_.leader_seq = std::max(message.leader_seq(), status_.durable_seq);
   changed_.notify_all();
   lock.unlock();  // only this thread changes state_: it reads it unlocked below
@@ -184,6 +187,26 @@ weightd::status follower::take(v1::FollowResponse& message) {
                    saved.error().to_string());
   }
   return {};
+}
+
+result<uint64_t> take_leadership(persistence::journal_backend& journal, const std::string& member,
+                                 const std::string& advertise, int64_t now_ms) {
+  auto epoch = journal.highest_epoch();
+  if (!epoch) return epoch.error();
+  auto seq = journal.highest_seq();
+  if (!seq) return seq.error();
+  events::v1::Envelope e;
+  e.set_stream(events::kSystemStream);
+  e.set_timestamp_ms(now_ms);
+  e.set_epoch(*epoch + 1);
+  auto* taken = e.mutable_leadership_taken();
+  taken->set_epoch(*epoch + 1);
+  taken->set_member(member);
+  taken->set_advertise(advertise);
+  taken->set_last_seq_of_previous_epoch(*seq);
+  std::vector<events::v1::Envelope> batch{std::move(e)};
+  if (auto st = journal.append(batch); !st.ok()) return st;
+  return *epoch + 1;
 }
 
 }  // namespace weightd::api

@@ -43,6 +43,7 @@ struct follower_options {
 struct follower_status {
   bool connected = false;    // a stream is welcomed and open
   uint64_t durable_seq = 0;  // the highest seq of its journal (and its fold)
+  uint64_t epoch = 0;        // the highest epoch in it
   uint64_t leader_seq = 0;   // the leader's highest seq, as last heard
   uint64_t streams = 0;      // streams the leader welcomed so far
   std::string last_error;    // why the last stream ended ("" = none yet)
@@ -89,5 +90,12 @@ class follower {
   grpc::ClientContext* stream_ = nullptr;  // the open stream's, to cancel it
   std::thread thread_;
 };
+
+/// Promotion's first step (SPEC §11), once the follower stopped: appends
+/// leadership_taken with the journal's highest epoch + 1, naming `member`
+/// and where clients reach it, and the seq the previous epoch ended at.
+/// Returns the new epoch.
+result<uint64_t> take_leadership(persistence::journal_backend& journal, const std::string& member,
+                                 const std::string& advertise, int64_t now_ms);
 
 }  // namespace weightd::api

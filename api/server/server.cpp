@@ -10,10 +10,6 @@
 
 namespace weightd::api {
 
-namespace {
-
-/// TLS (and mutual TLS) when its files are given, else plaintext; beyond
-/// loopback both TLS and a tokens file are required (SPEC §9).
 result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const server_options& o) {
   bool tls = !o.tls_cert_file.empty() || !o.tls_key_file.empty();
   if (tls && (o.tls_cert_file.empty() || o.tls_key_file.empty()))
@@ -45,8 +41,6 @@ result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const server
   }
   return grpc::SslServerCredentials(ssl);
 }
-
-}  // namespace
 
 bool is_loopback_address(const std::string& listen) {
   return listen.rfind("127.", 0) == 0 || listen.rfind("localhost:", 0) == 0 ||

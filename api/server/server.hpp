@@ -45,6 +45,10 @@ struct server_options {
 /// Is `listen` (host:port) a loopback address (127.x, localhost, [::1])?
 bool is_loopback_address(const std::string& listen);
 
+/// TLS (and mutual TLS) when its files are given, else plaintext; beyond
+/// loopback both TLS and a tokens file are required (SPEC §9).
+result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const server_options& o);
+
 class grpc_server {
  public:
   /// Binds and starts serving `node`. Listening beyond loopback needs a

@@ -8,6 +8,7 @@
 
 #include "api/common/grpc_status.hpp"
 #include "api/server/auth.hpp"
+#include "api/weightd.pb.h"
 
 namespace weightd::api {
 
@@ -30,6 +31,15 @@ result<std::pair<caller, Request>> admit(const authenticator& auth, const grpc::
   auto who = auth.authorize(*ctx, request);
   if (!who) return who.error();
   return std::pair{std::move(*who), std::move(request)};
+}
+
+/// Status says who asked (SPEC §9): the token's name, tenant and role; with
+/// security off the peer address.
+inline void say_who_asked(const caller& who, v1::StatusResponse* resp) {
+  resp->set_caller(who.principal);
+  if (!who.secured) return;
+  resp->set_caller_tenant(who.tenant);
+  resp->set_caller_role(role_name(who.role));
 }
 
 }  // namespace weightd::api

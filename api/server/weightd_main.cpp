@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 
 #include <csignal>
+#include <optional>
 #include <fstream>
 #include <iostream>
 #include <cstring>
@@ -21,12 +22,13 @@
 #include "actors/node.hpp"
 #include "api/server/daemon_config.hpp"
 #include "api/server/follower.hpp"
+#include "api/server/standby_server.hpp"
 #include "api/server/metrics.hpp"
 #include "api/server/server.hpp"
 
 namespace {
 
-/// Blocks until SIGINT, SIGTERM or SIGHUP arrives (blocked in every thread).
+/// Blocks until SIGINT, SIGTERM, SIGHUP or SIGUSR2 arrives (blocked in every thread).
 int wait_for_shutdown_signal(sigset_t& signals) {
   int signal = 0;
   sigwait(&signals, &signal);
@@ -41,9 +43,12 @@ int wait_for_shutdown_signal(sigset_t& signals) {
 constexpr std::chrono::milliseconds kShutdownDrain{500};
 
 /// weightd --follow: a standby (SPEC §11) copies its leader's journal into its
-/// own and folds it (follower.hpp) until SIGINT or SIGTERM. Exit 64 for a
-/// token file that cannot be read, 1 for a journal that cannot be opened.
-int run_standby(const weightd::api::daemon_config& config, sigset_t& signals) {
+/// own and folds it (follower.hpp), and answers what a standby answers
+/// (standby_server.hpp) until SIGINT or SIGTERM: then the exit code. A
+/// Promote (SIGUSR2 from the standby server) stops the server and the
+/// follower, writes leadership_taken with the next epoch and returns nullopt:
+/// main() goes on as the leader on the same journal, the ordinary startup.
+std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset_t& signals) {
   using namespace weightd;
   api::follower_options options;
   options.leader.address = config.follow;
@@ -60,32 +65,76 @@ int run_standby(const weightd::api::daemon_config& config, sigset_t& signals) {
     }
     options.leader.token = token;
   }
+  api::server_options serving;
+  serving.listen = config.listen;
+  serving.version = WEIGHTD_VERSION;
+  serving.tls_cert_file = config.tls_cert_file;
+  serving.tls_key_file = config.tls_key_file;
+  serving.tls_client_ca_file = config.tls_client_ca_file;
+  auto auth = api::authenticator::open(config.auth_tokens_file);
+  if (!auth) {
+    spdlog::error("weightd cannot serve error=\"{}\"", auth.error().to_string());
+    return api::kConfigErrorExit;
+  }
+  serving.auth = *auth;
   persistence::lmdb_options journal;
   journal.dir = config.journal_path();
   journal.mode = config.durability();
   journal.initial_map_bytes = config.journal_initial_map_bytes;
   journal.max_map_bytes = config.journal_max_map_bytes;
-  auto opened = persistence::lmdb_journal::open(journal);
-  if (!opened) {
-    spdlog::error("weightd cannot open its journal error=\"{}\"", opened.error().to_string());
-    return 1;
+  std::shared_ptr<persistence::journal_backend> backend;
+  {
+    auto opened = persistence::lmdb_journal::open(journal);
+    if (!opened) {
+      spdlog::error("weightd cannot open its journal error=\"{}\"", opened.error().to_string());
+      return 1;
+    }
+    backend = std::move(*opened);
   }
-  std::shared_ptr<persistence::journal_backend> backend = std::move(*opened);
-  auto started = api::follower::start(backend, options);
-  if (!started) {
-    spdlog::error("weightd cannot start as a standby error=\"{}\"", started.error().to_string());
-    return started.error().code() == errc::invalid_argument ? api::kConfigErrorExit : 1;
+  auto standby = api::follower::start(backend, options);
+  if (!standby) {
+    spdlog::error("weightd cannot start as a standby error=\"{}\"", standby.error().to_string());
+    return standby.error().code() == errc::invalid_argument ? api::kConfigErrorExit : 1;
   }
-  auto& standby = **started;
-  spdlog::info("weightd standby ready version={} leader={} journal={} journal_seq={}",
-               WEIGHTD_VERSION, config.follow, journal.dir.string(), standby.status().durable_seq);
+  auto server = api::standby_server::start(**standby, config.follow, serving,
+                                           [] { ::kill(::getpid(), SIGUSR2); });
+  if (!server) {
+    spdlog::error("weightd cannot serve error=\"{}\"", server.error().to_string());
+    return server.error().code() == errc::invalid_argument ? api::kConfigErrorExit : 1;
+  }
+  spdlog::info("weightd standby ready version={} listen={} leader={} journal={} journal_seq={} "
+               "epoch={}", WEIGHTD_VERSION, config.listen, config.follow, journal.dir.string(),
+               (*standby)->status().durable_seq, (*standby)->status().epoch);
   sd_notifyf(0, "READY=1\nSTATUS=standby of %s", config.follow.c_str());
   int signal = wait_for_shutdown_signal(signals);
-  while (signal == SIGHUP) signal = wait_for_shutdown_signal(signals);
-  sd_notify(0, "STOPPING=1");
-  standby.stop();
-  spdlog::info("weightd standby stopped journal_seq={}", standby.status().durable_seq);
-  return 0;
+  while (signal == SIGHUP) {
+    if (serving.auth->secured() && !serving.auth->reload().ok())
+      spdlog::warn("tokens file not re-read, the tokens loaded before stay; fix the file and "
+                   "send SIGHUP again");
+    signal = wait_for_shutdown_signal(signals);
+  }
+  (*server)->shutdown(kShutdownDrain);  // a Promote's answer goes out first
+  server->reset();
+  (*standby)->stop();
+  if (signal != SIGUSR2) {
+    sd_notify(0, "STOPPING=1");
+    spdlog::info("weightd standby stopped journal_seq={}", (*standby)->status().durable_seq);
+    return 0;
+  }
+  auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  auto epoch = api::take_leadership(*backend, config.listen, config.listen, now_ms);
+  standby->reset();
+  backend.reset();  // the leader opens the journal again: one environment per process
+  if (!epoch) {
+    spdlog::error("promotion failed error=\"{}\"; weightd stops, its journal is as it was",
+                  epoch.error().to_string());
+    return 1;
+  }
+  spdlog::warn("weightd promoted epoch={} previous_leader={}; starting as the leader", *epoch,
+               config.follow);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -98,7 +147,8 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);  // re-reads the tokens file
+  sigaddset(&signals, SIGHUP);   // re-reads the tokens file
+  sigaddset(&signals, SIGUSR2);  // a standby's Promote (standby_server.hpp)
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   CLI::App app{"weightd — model weights as first-class citizens of a store master"};
@@ -120,7 +170,8 @@ int main(int argc, char** argv) {
   gpr_set_log_function([](gpr_log_func_args* args) { spdlog::debug("grpc: {}", args->message); });
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
 
-  if (!config.follow.empty()) return run_standby(config, signals);
+  if (!config.follow.empty())
+    if (auto exit_code = run_standby(config, signals)) return *exit_code;
 
   caf::actor_system_config cfg;
   actors::add_error_category(cfg);
@@ -217,7 +268,8 @@ int main(int argc, char** argv) {
     spdlog::warn("weightd cannot tell systemd it is ready (sd_notify: {})", std::strerror(-rc));
 
   int signal = wait_for_shutdown_signal(signals);
-  for (; signal == SIGHUP; signal = wait_for_shutdown_signal(signals)) {
+  for (; signal == SIGHUP || signal == SIGUSR2; signal = wait_for_shutdown_signal(signals)) {
+    if (signal == SIGUSR2) continue;  // a leader has nothing to be promoted to
     if (!server_options.auth->secured()) {
       spdlog::info("SIGHUP: no --auth-tokens-file to re-read");
       continue;

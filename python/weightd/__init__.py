@@ -28,7 +28,7 @@ from .errors import (
     Busy, Conflict, DataLoss, DeadlineExceeded, DurabilityFailed, GenerationExhausted, Internal,
     InvalidArgument, LeaseExpired, ManagedObject, NoAvailableSpace, NotFound, NotReady,
     ObjectAlreadyExists, ObjectHasLease, PermissionDenied, PolicyUnsatisfiable,
-    ResourceExhausted, StaleGeneration, Unauthenticated, Unavailable, Unimplemented,
+    ResourceExhausted, StaleGeneration, Unauthenticated, Unavailable, Unimplemented, NotLeader,
     WeightdError)
 from .ids import format_id, parse_id
 from .lease import HeldLease, LeasedRevision
@@ -52,5 +52,5 @@ __all__ = [
     "Busy", "LeaseExpired", "PolicyUnsatisfiable", "GenerationExhausted", "DurabilityFailed",
     "ManagedObject", "ObjectHasLease", "ObjectAlreadyExists", "NoAvailableSpace",
     "Unauthenticated", "PermissionDenied", "DataLoss", "Internal", "ResourceExhausted",
-    "Unimplemented", "Unavailable", "DeadlineExceeded",
+    "Unimplemented", "NotLeader", "Unavailable", "DeadlineExceeded",
 ]

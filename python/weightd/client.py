@@ -379,6 +379,13 @@ class Client(_ObjectService, _Calls):
         """Snapshot: write a whole-state snapshot now (admin)."""
         return self._unary(self._admin.Snapshot, pb.SnapshotRequest(), timeout)
 
+    def promote(self, *, force: bool = False,
+                timeout: Optional[float] = None) -> pb.PromoteResponse:
+        """Promote (SPEC §11, admin): the standby this client talks to becomes the
+        leader at the next epoch; `force` also while its leader still streams to it.
+        It answers once accepted; the standby then restarts as the leader."""
+        return self._unary(self._admin.Promote, pb.PromoteRequest(force=force), timeout)
+
 
 __all__ = ["Client", "DEFAULT_ADDRESS", "MAX_CHUNK_BYTES", "enum_value", "new_request_id",
            "tls_credentials"]

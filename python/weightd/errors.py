@@ -149,6 +149,11 @@ class Unimplemented(WeightdError):
     CODE = "UNIMPLEMENTED"
 
 
+class NotLeader(WeightdError):
+    """A standby answered (SPEC §11): writes go to its leader, whom the message names."""
+    CODE = "NOT_LEADER"
+
+
 # Not domain codes: gRPC's own statuses when no daemon answered.
 class Unavailable(WeightdError):
     """The daemon cannot be reached (nothing listens there, or the connection broke)."""
@@ -166,7 +171,7 @@ _BY_CODE: Dict[str, Type[WeightdError]] = {
                 LeaseExpired, PolicyUnsatisfiable, GenerationExhausted, DurabilityFailed,
                 ManagedObject, ObjectHasLease, ObjectAlreadyExists, NoAvailableSpace,
                 Unauthenticated, PermissionDenied, DataLoss, Internal, ResourceExhausted,
-                Unimplemented, Unavailable, DeadlineExceeded)
+                Unimplemented, NotLeader, Unavailable, DeadlineExceeded)
 }
 
 # Statuses gRPC makes on its own, the same way api/common/grpc_status.cpp reads them.

@@ -20,7 +20,8 @@ TEST_CASE("errors: each SPEC §5 code maps to its gRPC status") {
       {errc::no_available_space, G::RESOURCE_EXHAUSTED},
       {errc::unauthenticated, G::UNAUTHENTICATED},   {errc::permission_denied, G::PERMISSION_DENIED},
       {errc::data_loss, G::DATA_LOSS},               {errc::internal, G::INTERNAL},
-      {errc::resource_exhausted, G::RESOURCE_EXHAUSTED}, {errc::unimplemented, G::UNIMPLEMENTED}};
+      {errc::resource_exhausted, G::RESOURCE_EXHAUSTED}, {errc::unimplemented, G::UNIMPLEMENTED},
+      {errc::not_leader, G::UNAVAILABLE}};
   for (const auto& row : table) {  // (no structured binding: clang cannot capture one in CAPTURE)
     CAPTURE(code_name(row.first));
     CHECK(api::grpc_code(row.first) == row.second);

@@ -139,3 +139,9 @@ def test_request_fields_convert_enum_names_and_ids(client):
     assert req.request_id.startswith("python-")
     with pytest.raises(TypeError):
         client._request(pb.MigrateRequest, None, {"no_such_field": 1})
+
+
+def test_promote_on_a_leader_is_not_ready(client):
+    # SPEC §11: only a standby is promoted; the leader says so.
+    with pytest.raises(weightd.NotReady, match="leader already"):
+        client.promote()

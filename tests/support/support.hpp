@@ -110,6 +110,11 @@ inline bool mentions(const status& st, const std::string& text) {
   return st.message().find(text) != std::string::npos;
 }
 
+/// Whether a command's output says `text`.
+inline bool mentions(const std::string& output, const std::string& text) {
+  return output.find(text) != std::string::npos;
+}
+
 /// `n` bytes of a deterministic pattern (different for each seed).
 inline std::string pattern(size_t n, unsigned seed = 1) {
   std::string s(n, '\0');

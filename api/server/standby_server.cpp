@@ -1,0 +1,155 @@
+#include "api/server/standby_server.hpp"
+
+#include <grpcpp/generic/async_generic_service.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+
+#include "api/common/grpc_status.hpp"
+#include "api/server/service_support.hpp"
+#include "api/weightd.grpc.pb.h"
+#include "events/upcast.hpp"
+
+namespace weightd::api {
+
+namespace {
+
+/// The trailer that names where writes go.
+constexpr const char* kLeaderMetadata = "weightd-leader";
+
+class standby_admin final : public v1::AdminService::CallbackService {
+ public:
+  standby_admin(const follower& standby, std::string leader, const server_options& o,
+                std::function<void()> promote)
+      : standby_(standby), leader_(std::move(leader)), options_(o), promote_(std::move(promote)) {}
+
+  ServerUnaryReactor* Status(CallbackServerContext* ctx, const v1::StatusRequest* req,
+                             v1::StatusResponse* resp) override {
+    auto admitted = admit(*options_.auth, ctx, *req);
+    if (!admitted) return reject(ctx, admitted.error());
+    say_who_asked(admitted->first, resp);
+    auto where = standby_.status();
+    resp->set_version(options_.version);
+    resp->set_role("standby");
+    resp->set_epoch(where.epoch);
+    resp->set_leader(leader_);
+    resp->set_journal_seq(where.durable_seq);
+    resp->set_leader_seq(where.leader_seq);
+    resp->set_following(where.connected);
+    resp->set_follow_error(where.failure.empty() ? where.last_error : where.failure);
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  ServerUnaryReactor* Snapshot(CallbackServerContext* ctx, const v1::SnapshotRequest*,
+                               v1::SnapshotResponse*) override {
+    return not_leader(ctx, "Snapshot");
+  }
+  ServerUnaryReactor* Promote(CallbackServerContext* ctx, const v1::PromoteRequest* req,
+                              v1::PromoteResponse* resp) override {
+    auto admitted = admit(*options_.auth, ctx, *req);
+    if (!admitted) return reject(ctx, admitted.error());
+    auto where = standby_.status();
+    if (where.connected && !req->force())
+      return reject(ctx, {errc::not_ready,
+                          "the leader at " + leader_ + " still streams to this standby: promoting "
+                          "now would make two leaders; stop it first, or pass --force if it is "
+                          "cut off and cannot take writes"});
+    if (promoting_.exchange(true))
+      return reject(ctx, {errc::busy, "this standby is being promoted already"});
+    resp->set_epoch(where.epoch + 1);
+    spdlog::warn("promotion requested by={} epoch={} journal_seq={} leader_was={} force={}",
+                 admitted->first.principal, where.epoch + 1, where.durable_seq, leader_,
+                 req->force());
+    promote_();
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  /// UNAVAILABLE, NOT_LEADER, naming the leader.
+  ServerUnaryReactor* not_leader(CallbackServerContext* ctx, const std::string& rpc) {
+    ctx->AddTrailingMetadata(kLeaderMetadata, leader_);
+    return reject(ctx, {errc::not_leader, "this weightd is a standby of " + leader_ + "; send " +
+                                              rpc + " to the leader"});
+  }
+
+ private:
+  const follower& standby_;
+  std::string leader_;
+  const server_options& options_;
+  std::function<void()> promote_;
+  std::atomic<bool> promoting_{false};
+};
+
+/// Every RPC a standby does not serve: answered at once, without reading it.
+class not_leader_reactor final : public grpc::ServerGenericBidiReactor {
+ public:
+  not_leader_reactor(grpc::GenericCallbackServerContext* ctx, const std::string& leader) {
+    ctx->AddTrailingMetadata(kLeaderMetadata, leader);
+    auto method = ctx->method();
+    auto rpc = method.substr(method.rfind('/') + 1);
+    Finish(to_grpc(ctx, {errc::not_leader, "this weightd is a standby of " + leader + "; send " +
+                                               rpc + " to the leader"}));
+  }
+  void OnDone() override { delete this; }
+};
+
+class not_leader_service final : public grpc::CallbackGenericService {
+ public:
+  explicit not_leader_service(std::string leader) : leader_(std::move(leader)) {}
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
+    return new not_leader_reactor(ctx, leader_);
+  }
+
+ private:
+  std::string leader_;
+};
+
+}  // namespace
+
+struct standby_server::services {
+  services(const follower& standby, const std::string& leader, server_options o,
+           std::function<void()> promote)
+      : options(std::move(o)), admin(standby, leader, options, std::move(promote)), others(leader) {}
+  server_options options;
+  standby_admin admin;
+  not_leader_service others;
+};
+
+result<std::unique_ptr<standby_server>> standby_server::start(const follower& standby,
+                                                              std::string leader,
+                                                              server_options options,
+                                                              std::function<void()> promote) {
+  if (!options.auth) {
+    auto off = authenticator::open("");
+    if (!off) return off.error();
+    options.auth = *off;
+  }
+  auto credentials = server_credentials(options);
+  if (!credentials) return credentials.error();
+  std::unique_ptr<standby_server> s{new standby_server};
+  auto listen = options.listen;
+  s->services_ = std::make_unique<services>(standby, leader, std::move(options), std::move(promote));
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, *credentials, &s->port_);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(&s->services_->admin);
+  builder.RegisterCallbackGenericService(&s->services_->others);
+  s->server_ = builder.BuildAndStart();
+  if (!s->server_ || s->port_ == 0)
+    return status{errc::internal, "cannot listen on " + listen +
+                                      "; is another process using the port? choose another --listen"};
+  return s;
+}
+
+standby_server::~standby_server() { shutdown(std::chrono::milliseconds(0)); }
+
+void standby_server::shutdown(std::chrono::milliseconds drain) {
+  if (!server_) return;
+  server_->Shutdown(std::chrono::system_clock::now() + drain);
+  server_->Wait();
+  server_.reset();
+}
+
+}  // namespace weightd::api
