@@ -82,6 +82,12 @@ status stamp_event(events::v1::Envelope& e, uint64_t global_seq, uint64_t stream
     return {errc::data_loss, "an event of epoch " + std::to_string(e.epoch()) +
                                  " cannot follow epoch " + std::to_string(epoch) +
                                  " in this journal: it comes from a former leader"};
+  // A copy must also fold: a new epoch begins with the leadership_taken of it.
+  if (how == numbering::copied && e.epoch() > epoch &&
+      !(e.has_leadership_taken() && e.leadership_taken().epoch() == e.epoch()))
+    return {errc::invalid_argument, "copied event " + std::to_string(e.global_seq()) +
+                                        " begins epoch " + std::to_string(e.epoch()) +
+                                        " without its leadership_taken"};
   epoch = e.epoch();
   if (how == numbering::copied) {
     if (e.global_seq() == global_seq && e.stream_seq() == stream_seq) return {};

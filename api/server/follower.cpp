@@ -25,6 +25,7 @@ result<std::unique_ptr<follower>> follower::start(
   // A leader that vanished without closing the connection is noticed.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // an idle stream is still watched
   f->channel_ = grpc::CreateCustomChannel(f->options_.leader.address, *credentials, args);
   f->stub_ = v1::ReplicationService::NewStub(f->channel_);
   f->thread_ = std::thread([self = f.get()] { self->run(); });
@@ -160,11 +161,12 @@ weightd::status follower::take(v1::FollowResponse& message) {
   for (auto& e : *message.mutable_envelopes()) batch.push_back(std::move(e));
   if (!batch.empty()) {
     if (auto st = journal_->append_copied(batch); !st.ok()) {
-      if (st.code() == errc::invalid_argument) {  // not a prefix of the leader's journal
-        std::lock_guard lock(mutex_);
-        status_.failure = st.to_string();
-      }
-      return st;  // a journal that failed to write: the next stream retries from durable_seq
+      // Not the next seqs or a lower epoch (not a prefix of the leader's
+      // journal), or a journal that refuses writes until it is reopened:
+      // trying again cannot help.
+      std::lock_guard lock(mutex_);
+      status_.failure = st.to_string();
+      return st;
     }
   }
   std::unique_lock lock(mutex_);

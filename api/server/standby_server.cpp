@@ -50,6 +50,10 @@ class standby_admin final : public v1::AdminService::CallbackService {
     auto admitted = admit(*options_.auth, ctx, *req);
     if (!admitted) return reject(ctx, admitted.error());
     auto where = standby_.status();
+    if (!where.failure.empty())
+      return reject(ctx, {errc::not_ready, "this standby stopped following for good (" +
+                                               where.failure + "); its journal needs a look "
+                                               "(weightctl journal verify) before it may lead"});
     if (where.connected && !req->force())
       return reject(ctx, {errc::not_ready,
                           "the leader at " + leader_ + " still streams to this standby: promoting "
@@ -58,6 +62,7 @@ class standby_admin final : public v1::AdminService::CallbackService {
     if (promoting_.exchange(true))
       return reject(ctx, {errc::busy, "this standby is being promoted already"});
     resp->set_epoch(where.epoch + 1);
+    resp->set_journal_seq(where.durable_seq);
     spdlog::warn("promotion requested by={} epoch={} journal_seq={} leader_was={} force={}",
                  admitted->first.principal, where.epoch + 1, where.durable_seq, leader_,
                  req->force());

@@ -281,7 +281,7 @@ JOURNAL_SPEC("a copied batch that is not the next seqs is refused whole, naming 
   CHECK(*copy.highest_seq() == 3);
 }
 
-JOURNAL_SPEC("a journal stamps its highest epoch on new envelopes and refuses a lower one, copied or not") {
+JOURNAL_SPEC("a journal stamps its highest epoch on new envelopes and refuses a lower one, copied or not; a copy raises it only with its leadership_taken") {
   B store;
   auto& j = store.backend();
   std::vector<events::v1::Envelope> first{make_event("system", "a")};
@@ -306,10 +306,19 @@ JOURNAL_SPEC("a journal stamps its highest epoch on new envelopes and refuses a 
   copied.set_epoch(1);
   std::vector<events::v1::Envelope> batch{copied};
   CHECK(j.append_copied(batch).code() == errc::data_loss);
-  CHECK(*j.highest_seq() == 3);
-  CHECK(*j.highest_epoch() == 2);
+  // A copied event may raise the epoch only as its leadership_taken.
+  batch[0].set_epoch(3);
+  CHECK(j.append_copied(batch).code() == errc::invalid_argument);
+  batch[0].clear_payload();
+  batch[0].mutable_leadership_taken()->set_epoch(3);
+  CHECK(j.append_copied(batch).ok());
+  CHECK(*j.highest_epoch() == 3);
+  std::vector<events::v1::Envelope> own{make_event("system", "e")};
+  own[0].set_epoch(2);
+  CHECK(j.append(own).code() == errc::data_loss);
+  CHECK(*j.highest_seq() == 4);
   if constexpr (std::is_same_v<B, lmdb_backend>) {
     store.reopen();
-    CHECK(*store.backend().highest_epoch() == 2);  // kept across a reopen
+    CHECK(*store.backend().highest_epoch() == 3);  // kept across a reopen
   }
 }

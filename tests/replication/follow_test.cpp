@@ -55,11 +55,12 @@ std::shared_ptr<persistence::journal_backend> open_journal(const std::filesystem
 
 uint64_t highest(const persistence::journal_backend& j) { return *j.highest_seq(); }
 
-/// Both journals hold the same envelopes, byte for byte.
+/// The standby's journal is the start of the leader's, byte for byte (the
+/// leader may have written more since: a migration's rounds, a reconciler's).
 void check_same_journal(const persistence::journal_backend& leader,
                         const persistence::journal_backend& standby) {
-  auto a = read_all(leader);
   auto b = read_all(standby);
+  auto a = read_all(leader, {1, b.size(), persistence::kMaxSeq});
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i)
     CHECK_MESSAGE(a[i].SerializeAsString() == b[i].SerializeAsString(), "seq " << i + 1);
@@ -96,13 +97,13 @@ TEST_CASE("follow: a standby's journal is the leader's byte for byte, and its fo
   REQUIRE(ctl(leader, "rm default/alpha@main").exit_code == 0);
   auto seq = highest(leader_journal);
   REQUIRE(standby.wait_for(seq, std::chrono::seconds(10)));
+  standby.stop();  // (the COLD migration may still write: compare at the standby's seq)
   auto status = standby.status();
-  CHECK(status.connected);
-  CHECK(status.durable_seq == seq);
+  CHECK(status.durable_seq >= seq);
   CHECK(status.leader_seq >= seq);
   CHECK(status.failure.empty());
+  seq = status.durable_seq;
   CHECK(standby.state() == leader_fold(leader_journal, seq));
-  standby.stop();
   check_same_journal(leader_journal, *journal);
   // The standby's snapshots are its own fold: folding its journal from them
   // gives the leader's state too.
@@ -133,8 +134,9 @@ TEST_CASE("follow: a standby that was away resumes from its own journal and catc
   CHECK((*again)->status().durable_seq == before);  // its own journal, folded at start
   auto seq = highest(leader_journal);
   REQUIRE((*again)->wait_for(seq, std::chrono::seconds(10)));
-  CHECK((*again)->state() == leader_fold(leader_journal, seq));
   (*again)->stop();
+  seq = (*again)->status().durable_seq;
+  CHECK((*again)->state() == leader_fold(leader_journal, seq));
   check_same_journal(leader_journal, *journal);
 }
 

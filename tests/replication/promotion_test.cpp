@@ -74,6 +74,8 @@ TEST_CASE("promotion: a standby answers as one, refuses while its leader streams
   ::kill(leader->pid, SIGKILL);  // the leader dies
   ::waitpid(leader->pid, nullptr, 0);
   leader->pid = -1;
+  for (int i = 0; i < 200 && !mentions(standby.ctl("status").output, "following    no"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto copied = journal_seq(dir.path() / "standby");  // where the previous epoch ends
   auto promoted = standby.ctl("admin promote 2>&1");
   REQUIRE_MESSAGE(promoted.exit_code == 0, promoted.output);
