@@ -1,12 +1,9 @@
 #include "actors/node.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <optional>
 
 #include "actors/journal_writer.hpp"
@@ -23,23 +20,6 @@ std::string host_name() {
   gethostname(buf, sizeof(buf) - 1);
   return buf;
 }
-/// Takes an exclusive lock on <dir>/weightd.lock: two daemons sharing a
-/// journal or a tier would corrupt each other's view of the store.
-result<int> lock_directory(const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  auto path = dir / "weightd.lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return status{errc::internal, "cannot open " + path.string() + ": " + std::strerror(errno)};
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd);
-    return status{errc::busy, "another weightd uses " + dir.string() +
-                                  "; stop it or give this one other directories"};
-  }
-  return fd;
-}
-
 }  // namespace
 
 result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config config,
@@ -54,14 +34,14 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
           .count();
     };
   for (const auto& dir : {config.hot.dir, config.cold.dir}) {
-    auto fd = lock_directory(dir);
-    if (!fd) return fd.error();
-    n->locks_.push_back(*fd);
+    auto lock = persistence::directory_lock::take(dir);
+    if (!lock) return lock.error();
+    n->locks_.push_back(std::move(*lock));
   }
   if (!backend) {
-    auto fd = lock_directory(config.journal.dir);
-    if (!fd) return fd.error();
-    n->locks_.push_back(*fd);
+    auto lock = persistence::directory_lock::take(config.journal.dir);
+    if (!lock) return lock.error();
+    n->locks_.push_back(std::move(*lock));
     auto opened = persistence::lmdb_journal::open(config.journal);
     if (!opened) return opened.error();
     backend = std::move(*opened);
@@ -226,7 +206,7 @@ void node::stop() {
 
 node::~node() {
   stop();
-  for (int fd : locks_) ::close(fd);
+  locks_.clear();
 }
 
 }  // namespace weightd::actors

@@ -14,6 +14,7 @@
 #include "actors/stop_gate.hpp"
 #include "actors/watchdog.hpp"
 #include "events/state.hpp"
+#include "persistence/directory_lock.hpp"
 #include "persistence/journal_backend.hpp"
 #include "persistence/lmdb_journal.hpp"
 
@@ -100,7 +101,7 @@ class node {
   std::shared_ptr<node_health> health_ = std::make_shared<node_health>();
   std::shared_ptr<stop_gate> gate_ = std::make_shared<stop_gate>();
   uint64_t writer_id_ = 0;
-  std::vector<int> locks_;  // flock'ed files of the directories this node owns
+  std::vector<persistence::directory_lock> locks_;  // the directories this node owns
   recovery_report report_;
   double startup_seconds_ = 0;
 };

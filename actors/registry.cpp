@@ -5,7 +5,7 @@
 
 #include "actors/errors.hpp"
 #include "core/lease_decide.hpp"
-#include "core/page_token.hpp"
+#include "core/reads.hpp"
 #include "core/validate.hpp"
 
 namespace weightd::actors {
@@ -122,18 +122,11 @@ template <class Reply, class Command>
 caf::result<Reply> route_lineage(reg_pointer self, Command& cmd, events::revision_key& id,
                                  const char* field) {
   if (auto st = check_command(cmd); !st.ok()) return to_error(st);
-  auto proto = id.to_proto();
-  if (proto.weight_generation() == 0) proto.set_weight_generation(1);  // GetLineage names none
-  auto checked = events::checked_revision_key(proto);
-  if (!checked) {
-    auto st = checked.error();
-    return to_error({st.code(), std::string{field} + ": " + st.message()});
-  }
-  checked->generation = id.generation;
+  auto checked = checked_lineage_id(id, field);
+  if (!checked) return to_error(checked.error());
   id = *checked;
   auto key = events::lineage_key(id);
-  if (!lineage_known(self, key))
-    return to_error({errc::not_found, "lineage " + events::canonical_text(key) + " has no revision"});
+  if (!lineage_known(self, key)) return to_error(unknown_lineage(key));
   return self->delegate(lineage_actor_for(self, id), std::move(cmd));
 }
 
@@ -194,13 +187,11 @@ template <class Command>
 caf::result<events::operation_record> route_operation(reg_pointer self, Command& cmd) {
   auto& st = self->state;
   if (auto checked = check_command(cmd); !checked.ok()) return to_error(checked);
-  if (cmd.operation_id == 0)
-    return to_error({errc::invalid_argument, "operation_id must be at least 1"});
   auto it = st.operation_owners.find(cmd.operation_id);
-  if (it == st.operation_owners.end() ||
-      (!cmd.caller_tenant.empty() && it->second.tenant != cmd.caller_tenant))
-    return to_error({errc::not_found,
-                     "operation " + std::to_string(cmd.operation_id) + " does not exist"});
+  const auto* owner = it == st.operation_owners.end() ? nullptr : &it->second;
+  if (auto visible = check_operation_visible(cmd.operation_id, owner, cmd.caller_tenant);
+      !visible.ok())
+    return to_error(visible);
   return self->delegate(actor_for(self, it->second), std::move(cmd));
 }
 
@@ -280,40 +271,10 @@ void reconcile_round(reg_pointer self, bool dry_run, std::function<void(reconcil
 }
 
 
-caf::result<revision_page> list(reg_pointer self, list_revisions& q) {
-  // The identity rule of every other call (no control characters, <= 1024 bytes).
-  for (auto [field, value] : {std::pair{"tenant", &q.tenant}, std::pair{"ns", &q.ns}})
-    if (auto st = check_identity_part(field, *value, "default"); !st.ok()) return to_error(st);
-  if (!q.resource.empty())
-    if (auto st = check_identity_part("resource", q.resource, ""); !st.ok()) return to_error(st);
-  if (q.limit > 1000)
-    return to_error({errc::invalid_argument, "limit must be at most 1000 (0 means 100)"});
-  uint32_t limit = q.limit ? q.limit : 100;
-  std::set<v1::Availability> states(q.states.begin(), q.states.end());
-  if (states.empty()) states = {v1::READY, v1::DEGRADED};
-  events::revision_key start{q.tenant, q.ns, q.resource, "", 0};
-  bool after = false;
-  if (!q.page_token.empty()) {
-    auto parsed = parse_page_token(q.page_token, start);
-    if (!parsed) return to_error(parsed.error());
-    start = *parsed;
-    after = true;
-  }
-  revision_page page;
-  auto& views = self->state.views;
-  for (auto it = after ? views.upper_bound(start) : views.lower_bound(start); it != views.end();
-       ++it) {
-    const auto& k = it->first;
-    if (k.tenant != q.tenant || k.ns != q.ns || (!q.resource.empty() && k.resource != q.resource))
-      break;
-    if (!states.count(it->second.record.availability)) continue;
-    if (page.revisions.size() == limit) {
-      page.next_page_token = page_token(page.revisions.back().record.id);
-      break;
-    }
-    page.revisions.push_back(it->second);
-  }
-  return page;
+caf::result<revision_page> list(reg_pointer self, const list_revisions& q) {
+  auto planned = plan_listing(q);
+  if (!planned) return to_error(planned.error());
+  return list_page(self->state.views, *planned, [](const revision_view& v) { return v; });
 }
 
 }  // namespace

@@ -409,7 +409,8 @@ int show_status(const online_options& o, std::ostream& out, std::ostream& err) {
     out << fmt::format("weightd {} at {} (standby of {}, epoch {})\n", s->version(),
                        o.connection.address, s->leader(), s->epoch());
     auto behind = s->leader_seq() > s->journal_seq() ? s->leader_seq() - s->journal_seq() : 0;
-    out << fmt::format("journal seq  {} ({} behind its leader)\n", s->journal_seq(), behind);
+    out << fmt::format("journal seq  {} ({} behind its leader, lag {} ms)\n", s->journal_seq(),
+                       behind, s->lag_ms());
     out << fmt::format("following    {}\n",
                        s->following() ? std::string{"yes"}
                                       : "no" + (s->follow_error().empty() ? std::string{}

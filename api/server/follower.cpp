@@ -37,6 +37,7 @@ follower::follower(std::shared_ptr<persistence::journal_backend> journal, follow
     : journal_(std::move(journal)), options_(std::move(options)), state_(std::move(folded)) {
   status_.durable_seq = state_.applied_seq;
   status_.epoch = state_.epoch;
+  status_.caught_up_at = std::chrono::steady_clock::now();
 }
 
 follower::~follower() { stop(); }
@@ -134,6 +135,8 @@ weightd::status follower::follow_once() {
         std::lock_guard lock(mutex_);
         status_.connected = true;
         status_.leader_seq = message.leader_seq();
+        if (status_.durable_seq >= status_.leader_seq)
+          status_.caught_up_at = std::chrono::steady_clock::now();
         ++status_.streams;
         changed_.notify_all();
       }
@@ -179,6 +182,8 @@ weightd::status follower::take(v1::FollowResponse& message) {
   status_.durable_seq = state_.applied_seq;
   status_.epoch = state_.epoch;
   status_.leader_seq = std::max(message.leader_seq(), status_.durable_seq);
+  if (status_.durable_seq >= status_.leader_seq)
+    status_.caught_up_at = std::chrono::steady_clock::now();
   changed_.notify_all();
   lock.unlock();  // only this thread changes state_: it reads it unlocked below
   since_snapshot_ += batch.size();

@@ -48,6 +48,17 @@ struct follower_status {
   uint64_t streams = 0;      // streams the leader welcomed so far
   std::string last_error;    // why the last stream ended ("" = none yet)
   std::string failure;       // set: following stopped for good (see above)
+  /// When it last held every event its leader had told it of (at start:
+  /// when it started).
+  std::chrono::steady_clock::time_point caught_up_at{};
+
+  /// How stale its fold may be: 0 while it holds all the leader has, else
+  /// the ms since it last did (the leader may have moved on unheard).
+  uint64_t lag_ms(std::chrono::steady_clock::time_point now) const {
+    if (connected && durable_seq >= leader_seq) return 0;
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - caught_up_at).count());
+  }
 };
 
 class follower {
@@ -64,6 +75,13 @@ class follower {
   follower_status status() const;
   /// The fold at status().durable_seq (a copy).
   events::store_state state() const;
+  /// `read(fold)` on the fold as it is now, under the lock the fold step
+  /// takes: keep it short (a lookup, a page), never I/O.
+  template <class Read>
+  auto read(Read&& read) const {
+    std::lock_guard lock(mutex_);
+    return read(static_cast<const events::store_state&>(state_));
+  }
   /// Waits until durable_seq >= seq (true), for at most `timeout`.
   bool wait_for(uint64_t seq, std::chrono::milliseconds timeout) const;
 

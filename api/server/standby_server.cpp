@@ -6,6 +6,8 @@
 #include <atomic>
 
 #include "api/common/grpc_status.hpp"
+#include "actors/errors.hpp"
+#include "actors/journal_reader.hpp"
 #include "api/server/service_support.hpp"
 #include "api/weightd.grpc.pb.h"
 #include "events/upcast.hpp"
@@ -13,9 +15,6 @@
 namespace weightd::api {
 
 namespace {
-
-/// The trailer that names where writes go.
-constexpr const char* kLeaderMetadata = "weightd-leader";
 
 class standby_admin final : public v1::AdminService::CallbackService {
  public:
@@ -37,13 +36,14 @@ class standby_admin final : public v1::AdminService::CallbackService {
     resp->set_leader_seq(where.leader_seq);
     resp->set_following(where.connected);
     resp->set_follow_error(where.failure.empty() ? where.last_error : where.failure);
+    resp->set_lag_ms(where.lag_ms(std::chrono::steady_clock::now()));
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
   ServerUnaryReactor* Snapshot(CallbackServerContext* ctx, const v1::SnapshotRequest*,
                                v1::SnapshotResponse*) override {
-    return not_leader(ctx, "Snapshot");
+    return reject_not_leader(ctx, leader_, "Snapshot");
   }
   ServerUnaryReactor* Promote(CallbackServerContext* ctx, const v1::PromoteRequest* req,
                               v1::PromoteResponse* resp) override {
@@ -72,13 +72,6 @@ class standby_admin final : public v1::AdminService::CallbackService {
     return reactor;
   }
 
-  /// UNAVAILABLE, NOT_LEADER, naming the leader.
-  ServerUnaryReactor* not_leader(CallbackServerContext* ctx, const std::string& rpc) {
-    ctx->AddTrailingMetadata(kLeaderMetadata, leader_);
-    return reject(ctx, {errc::not_leader, "this weightd is a standby of " + leader_ + "; send " +
-                                              rpc + " to the leader"});
-  }
-
  private:
   const follower& standby_;
   std::string leader_;
@@ -91,11 +84,8 @@ class standby_admin final : public v1::AdminService::CallbackService {
 class not_leader_reactor final : public grpc::ServerGenericBidiReactor {
  public:
   not_leader_reactor(grpc::GenericCallbackServerContext* ctx, const std::string& leader) {
-    ctx->AddTrailingMetadata(kLeaderMetadata, leader);
-    auto method = ctx->method();
-    auto rpc = method.substr(method.rfind('/') + 1);
-    Finish(to_grpc(ctx, {errc::not_leader, "this weightd is a standby of " + leader + "; send " +
-                                               rpc + " to the leader"}));
+    const auto& method = ctx->method();
+    Finish(not_leader_status(ctx, leader, method.substr(method.rfind('/') + 1)));
   }
   void OnDone() override { delete this; }
 };
@@ -111,21 +101,60 @@ class not_leader_service final : public grpc::CallbackGenericService {
   std::string leader_;
 };
 
+/// A standby's journal reader asks its writer how far the journal is
+/// committed (journal_reader.hpp); here the follower commits, and this
+/// answers for it. Nothing else may append to a standby's journal.
+actors::journal_actor spawn_follower_position(caf::actor_system& sys, const follower& standby) {
+  return sys.spawn([&standby]() -> actors::journal_actor::behavior_type {
+    return {
+        [](actors::append_atom, actors::event_batch&) -> caf::result<actors::event_batch> {
+          return actors::to_error(
+              {errc::not_leader, "a standby's journal takes only its leader's events"});
+        },
+        [](caf::flush_atom) {},
+        [&standby](actors::stats_atom) {
+          actors::journal_stats stats;
+          stats.highest_seq = standby.status().durable_seq;
+          return stats;
+        },
+    };
+  });
+}
+
 }  // namespace
 
 struct standby_server::services {
-  services(const follower& standby, const std::string& leader, server_options o,
-           std::function<void()> promote)
-      : options(std::move(o)), admin(standby, leader, options, std::move(promote)), others(leader) {}
+  services(caf::actor_system& sys, const follower& standby,
+           std::shared_ptr<const persistence::journal_backend> journal, const std::string& leader,
+           server_options o, std::function<void()> promote)
+      : options(std::move(o)),
+        limits(options.streams),
+        bridge(sys, options.timeout),
+        position(spawn_follower_position(sys, standby)),
+        reader(actors::spawn_journal_reader(sys, std::move(journal), position, {}, true)),
+        reads{standby, bridge, reader, limits, options.auth},
+        weights(make_standby_weight_service(reads, leader)),
+        admin(standby, leader, options, std::move(promote)),
+        others(leader) {}
+  ~services() {
+    caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(position, caf::exit_reason::user_shutdown);
+  }
   server_options options;
+  stream_limits limits;  // Watch streams
+  call_bridge bridge;    // History's way to the reader
+  actors::journal_actor position;
+  actors::journal_reader_actor reader;
+  standby_reads reads;
+  std::unique_ptr<grpc::Service> weights;
   standby_admin admin;
   not_leader_service others;
 };
 
-result<std::unique_ptr<standby_server>> standby_server::start(const follower& standby,
-                                                              std::string leader,
-                                                              server_options options,
-                                                              std::function<void()> promote) {
+result<std::unique_ptr<standby_server>> standby_server::start(
+    caf::actor_system& sys, const follower& standby,
+    std::shared_ptr<const persistence::journal_backend> journal, std::string leader,
+    server_options options, std::function<void()> promote) {
   if (!options.auth) {
     auto off = authenticator::open("");
     if (!off) return off.error();
@@ -135,11 +164,13 @@ result<std::unique_ptr<standby_server>> standby_server::start(const follower& st
   if (!credentials) return credentials.error();
   std::unique_ptr<standby_server> s{new standby_server};
   auto listen = options.listen;
-  s->services_ = std::make_unique<services>(standby, leader, std::move(options), std::move(promote));
+  s->services_ = std::make_unique<services>(sys, standby, std::move(journal), leader,
+                                           std::move(options), std::move(promote));
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, *credentials, &s->port_);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&s->services_->admin);
+  builder.RegisterService(s->services_->weights.get());
   builder.RegisterCallbackGenericService(&s->services_->others);
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0)

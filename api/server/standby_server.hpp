@@ -1,6 +1,8 @@
 // What a standby answers (SPEC §11) while it follows its leader
 // (follower.hpp): AdminService.Status from where it is (role, epoch, its
-// leader, how far behind), AdminService.Promote, and for every other RPC
+// leader, how far behind), AdminService.Promote, GetRevision,
+// ListRevisions, GetOperation, GetLineage, History and Watch from its own
+// fold and journal (standby_weight_service.cpp), and for every other RPC
 // UNAVAILABLE with `weightd-error: NOT_LEADER` and the trailer
 // `weightd-leader: <address>`, so that a client can go there.
 //
@@ -16,18 +18,37 @@
 #include <functional>
 #include <memory>
 
+#include "actors/actors.hpp"
+#include "api/server/call_bridge.hpp"
 #include "api/server/follower.hpp"
 #include "api/server/server.hpp"
+#include "api/server/stream_limits.hpp"
 
 namespace weightd::api {
 
+/// What a standby's WeightService reads (standby_weight_service.cpp): the
+/// fold, and for History and Watch a journal reader over its journal.
+struct standby_reads {
+  const follower& standby;
+  call_bridge& bridge;
+  actors::journal_reader_actor reader;
+  stream_limits& limits;
+  std::shared_ptr<authenticator> auth;
+};
+
+std::unique_ptr<grpc::Service> make_standby_weight_service(const standby_reads& reads,
+                                                           const std::string& leader);
+
 class standby_server {
  public:
-  /// Serves `standby` on options.listen; `promote` runs (on a gRPC thread,
-  /// quickly: it only asks) once a Promote is accepted.
-  static result<std::unique_ptr<standby_server>> start(const follower& standby,
-                                                       std::string leader, server_options options,
-                                                       std::function<void()> promote);
+  /// Serves `standby` on options.listen, its History and Watch from
+  /// `journal` through actors of `sys`; `promote` runs (on a gRPC thread,
+  /// quickly: it only asks) once a Promote is accepted. The actors it
+  /// spawned are gone once it is destroyed.
+  static result<std::unique_ptr<standby_server>> start(
+      caf::actor_system& sys, const follower& standby,
+      std::shared_ptr<const persistence::journal_backend> journal, std::string leader,
+      server_options options, std::function<void()> promote);
   ~standby_server();
   int port() const { return port_; }
   /// Stops accepting calls and lets those in flight (a Promote's answer) end.

@@ -12,13 +12,6 @@ namespace weightd::api {
 
 namespace {
 
-/// Commands that name a lease or an operation by its id carry the caller's
-/// tenant: the registry answers NOT_FOUND for one of another tenant.
-template <class T, class = void>
-struct names_by_id : std::false_type {};
-template <class T>
-struct names_by_id<T, std::void_t<decltype(std::declval<T&>().caller_tenant)>> : std::true_type {};
-
 /// Commands with a principal are mutations: the journal records who asked.
 template <class T, class = void>
 struct is_mutation : std::false_type {};
@@ -136,17 +129,7 @@ class weight_service final : public v1::WeightService::CallbackService {
   }
   ServerUnaryReactor* History(CallbackServerContext* ctx, const v1::HistoryRequest* req,
                               v1::HistoryResponse* resp) override {
-    auto admitted = admit(*auth_, ctx, *req);
-    if (!admitted) return reject(ctx, admitted.error());
-    auto query = from_proto(admitted->second);
-    if (!query) return reject(ctx, query.error());
-    return bridge_.call<actors::history_page>(
-        ctx, reader_,
-        [resp](actors::history_page& page) {
-          for (auto& e : page.events) *resp->add_events() = std::move(e);
-          resp->set_next_page_token(history_page_token(page.next_after));
-        },
-        actors::history_atom::value, std::move(*query));
+    return answer_history(bridge_, reader_, *auth_, ctx, *req, resp);
   }
   ServerUnaryReactor* OpenLocal(CallbackServerContext* ctx, const v1::OpenLocalRequest* req,
                                 v1::OpenLocalResponse* resp) override {
@@ -207,6 +190,22 @@ class weight_service final : public v1::WeightService::CallbackService {
 };
 
 }  // namespace
+
+ServerUnaryReactor* answer_history(call_bridge& bridge, actors::journal_reader_actor reader,
+                                   const authenticator& auth, CallbackServerContext* ctx,
+                                   const v1::HistoryRequest& req, v1::HistoryResponse* resp) {
+  auto admitted = admit(auth, ctx, req);
+  if (!admitted) return reject(ctx, admitted.error());
+  auto query = from_proto(admitted->second);
+  if (!query) return reject(ctx, query.error());
+  return bridge.call<actors::history_page>(
+      ctx, reader,
+      [resp](actors::history_page& page) {
+        for (auto& e : page.events) *resp->add_events() = std::move(e);
+        resp->set_next_page_token(history_page_token(page.next_after));
+      },
+      actors::history_atom::value, std::move(*query));
+}
 
 std::unique_ptr<grpc::Service> make_weight_service(call_bridge& bridge, actors::node& node,
                                                    const server_options& o, stream_limits& limits) {

@@ -42,6 +42,13 @@ int wait_for_shutdown_signal(sigset_t& signals) {
 /// still finishes; idle connections do not hold the stop at all.
 constexpr std::chrono::milliseconds kShutdownDrain{500};
 
+/// The streams' limits, the leader's and a standby's.
+weightd::api::stream_limit_options stream_options(const weightd::api::daemon_config& config) {
+  return {config.max_streams,         config.max_streams_per_connection,
+          config.put_idle_timeout,    config.watch_stall_timeout,
+          config.max_puts_per_tenant, config.get_buffer_bytes};
+}
+
 /// weightd --follow: a standby (SPEC §11) copies its leader's journal into its
 /// own and folds it (follower.hpp), and answers what a standby answers
 /// (standby_server.hpp) until SIGINT or SIGTERM: then the exit code. A
@@ -71,6 +78,7 @@ std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset
   serving.tls_cert_file = config.tls_cert_file;
   serving.tls_key_file = config.tls_key_file;
   serving.tls_client_ca_file = config.tls_client_ca_file;
+  serving.streams = stream_options(config);
   auto auth = api::authenticator::open(config.auth_tokens_file);
   if (!auth) {
     spdlog::error("weightd cannot serve error=\"{}\"", auth.error().to_string());
@@ -82,6 +90,14 @@ std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset
   journal.mode = config.durability();
   journal.initial_map_bytes = config.journal_initial_map_bytes;
   journal.max_map_bytes = config.journal_max_map_bytes;
+  // One weightd per journal: a leader started by mistake on this data
+  // directory is refused. A promotion lets go of it just before the
+  // leader's startup takes it again.
+  auto lock = persistence::directory_lock::take(journal.dir);
+  if (!lock) {
+    spdlog::error("weightd cannot start as a standby error=\"{}\"", lock.error().to_string());
+    return 1;
+  }
   std::shared_ptr<persistence::journal_backend> backend;
   {
     auto opened = persistence::lmdb_journal::open(journal);
@@ -96,7 +112,14 @@ std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset
     spdlog::error("weightd cannot start as a standby error=\"{}\"", standby.error().to_string());
     return standby.error().code() == errc::invalid_argument ? api::kConfigErrorExit : 1;
   }
-  auto server = api::standby_server::start(**standby, config.follow, serving,
+  // History and Watch read the journal through the leader's journal reader:
+  // a small actor system of the standby's own, gone before a promotion
+  // starts the leader's.
+  caf::actor_system_config cfg;
+  actors::add_error_category(cfg);
+  cfg.set("scheduler.max-threads", size_t{2});
+  caf::actor_system sys{cfg};
+  auto server = api::standby_server::start(sys, **standby, backend, config.follow, serving,
                                            [] { ::kill(::getpid(), SIGUSR2); });
   if (!server) {
     spdlog::error("weightd cannot serve error=\"{}\"", server.error().to_string());
@@ -115,6 +138,7 @@ std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset
   }
   (*server)->shutdown(kShutdownDrain);  // a Promote's answer goes out first
   server->reset();
+  sys.await_all_actors_done();  // the journal reader let go of the journal
   (*standby)->stop();
   if (signal != SIGUSR2) {
     sd_notify(0, "STOPPING=1");
@@ -225,9 +249,7 @@ int main(int argc, char** argv) {
   server_options.listen = config.listen;
   server_options.version = WEIGHTD_VERSION;
   server_options.metrics = std::make_shared<api::rpc_metrics>();
-  server_options.streams = {config.max_streams, config.max_streams_per_connection,
-                            config.put_idle_timeout, config.watch_stall_timeout,
-                            config.max_puts_per_tenant, config.get_buffer_bytes};
+  server_options.streams = stream_options(config);
   server_options.local_reads = config.local_reads;
   auto auth = api::authenticator::open(config.auth_tokens_file);
   if (!auth) {  // the tokens file named by the configuration: a configuration error

@@ -5,43 +5,11 @@
 // 1 after the last copied seq, the revisions and the live lease it copied
 // are there, it takes writes, and its journal verifies.
 #include <doctest/doctest.h>
-#include <signal.h>
-#include <sys/wait.h>
 
-#include <thread>
-
-#include "daemon_fixture.hpp"
-#include "persistence/lmdb_journal.hpp"
-#include "support.hpp"
+#include "replication_support.hpp"
 
 using namespace weightd;
 using namespace weightd::test;
-namespace fs = std::filesystem;
-
-namespace {
-
-uint64_t journal_seq(const fs::path& data_dir) {
-  persistence::lmdb_options o;
-  o.dir = data_dir / "journal";
-  o.read_only = true;
-  auto j = persistence::lmdb_journal::open(o);
-  return j.ok() ? *(*j)->highest_seq() : 0;
-}
-
-run_result ctl_at(const std::string& address, const std::string& args) {
-  return run_command(std::string{WEIGHTD_WEIGHTCTL} + " --address " + address + " " + args +
-                     " 2>&1");
-}
-
-void import_model(const std::string& address, const fs::path& dir, const std::string& name) {
-  write_file(dir / name / "config.json", "{}");
-  write_file(dir / name / "weights.bin", pattern(50'000, static_cast<unsigned>(name.size())));
-  auto imported = ctl_at(address, "import " + (dir / name).string() + " --as default/" + name +
-                                      "@main --quiet");
-  REQUIRE_MESSAGE(imported.exit_code == 0, imported.output);
-}
-
-}  // namespace
 
 TEST_CASE("promotion: a standby answers as one, refuses while its leader streams, and once the leader is gone leads at epoch 1 with what it copied") {
   temp_dir dir;
@@ -56,9 +24,7 @@ TEST_CASE("promotion: a standby answers as one, refuses while its leader streams
   import_model(leader_address, dir.path(), "alpha");
   auto lease = ctl_at(leader_address, "lease acquire default/alpha@main --holder reader-1 --ttl 5m");
   REQUIRE_MESSAGE(lease.exit_code == 0, lease.output);
-  for (int i = 0; i < 200 && journal_seq(dir.path() / "standby") < journal_seq(dir.path() / "leader"); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  REQUIRE(journal_seq(dir.path() / "standby") == journal_seq(dir.path() / "leader"));
+  REQUIRE(caught_up(dir.path() / "leader", dir.path() / "standby"));
 
   auto status = standby.ctl("status");
   CHECK(status.exit_code == 0);
@@ -71,9 +37,7 @@ TEST_CASE("promotion: a standby answers as one, refuses while its leader streams
   CHECK(refused.exit_code == 6);  // NOT_READY: two leaders otherwise
   CHECK(mentions(refused.output, "two leaders"));
 
-  ::kill(leader->pid, SIGKILL);  // the leader dies
-  ::waitpid(leader->pid, nullptr, 0);
-  leader->pid = -1;
+  kill_9(leader);  // the leader dies
   for (int i = 0; i < 200 && !mentions(standby.ctl("status").output, "following    no"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto copied = journal_seq(dir.path() / "standby");  // where the previous epoch ends

@@ -11,38 +11,15 @@
 #include <atomic>
 #include <thread>
 
-#include "daemon_fixture.hpp"
 #include "events/state_codec.hpp"
 #include "persistence/replay.hpp"
-#include "support.hpp"
+#include "replication_support.hpp"
 
 using namespace weightd;
 using namespace weightd::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::unique_ptr<persistence::lmdb_journal> open_read_only(const fs::path& data_dir) {
-  persistence::lmdb_options o;
-  o.dir = data_dir / "journal";
-  o.read_only = true;
-  auto j = persistence::lmdb_journal::open(o);
-  REQUIRE_MESSAGE(j.ok(), j.error().to_string());
-  return std::move(*j);
-}
-
-uint64_t journal_seq(const fs::path& data_dir) {
-  if (!fs::exists(data_dir / "journal" / "data.mdb")) return 0;
-  return *open_read_only(data_dir)->highest_seq();
-}
-
-void kill_9(std::unique_ptr<running_daemon>& d) {
-  ::kill(d->pid, SIGKILL);
-  int status = 0;
-  ::waitpid(d->pid, &status, 0);
-  d->pid = -1;
-  d.reset();
-}
 
 daemon_options leader_options(const std::string& listen) {
   daemon_options o;
@@ -91,16 +68,6 @@ struct steady_load {
     }
   }
 };
-
-/// Waits (at most 20 s) until the standby's journal reaches the leader's.
-bool caught_up(const fs::path& leader, const fs::path& standby) {
-  for (int i = 0; i < 400; ++i) {
-    auto want = journal_seq(leader);
-    if (want > 0 && journal_seq(standby) == want) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
 
 void wait_for_imports(const steady_load& load, int at_least) {
   for (int i = 0; i < 600 && load.imported < at_least; ++i)
