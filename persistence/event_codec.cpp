@@ -1,6 +1,7 @@
 #include "persistence/event_codec.hpp"
 
 #include "events/event_type.hpp"
+#include "events/identity.hpp"
 #include "events/upcast.hpp"
 #include "persistence/journal_backend.hpp"
 #include "persistence/record.hpp"
@@ -54,6 +55,18 @@ status read_type(const journal_backend& journal, std::string_view type, seq_rang
     if (events::event_type_name(e) != type) return true;
     return visit(e) && ++matched < range.max;
   });
+}
+
+result<std::optional<events::v1::LeadershipTaken>> leadership_above(const journal_backend& journal,
+                                                                    uint64_t epoch) {
+  std::optional<events::v1::LeadershipTaken> found;
+  auto st = journal.read_stream(events::kSystemStream, {}, [&](const Envelope& e) {
+    if (!e.has_leadership_taken() || e.leadership_taken().epoch() <= epoch) return true;
+    found = e.leadership_taken();
+    return false;
+  });
+  if (!st.ok()) return st;
+  return found;
 }
 
 status validate_batch(const std::vector<Envelope>& batch) {

@@ -52,6 +52,7 @@ class faulty_journal final : public journal_backend {
   status delete_stream_to(std::string_view stream, uint64_t to) override {
     return inner_->delete_stream_to(stream, to);
   }
+  status truncate_after(uint64_t seq) override { return inner_->truncate_after(seq); }
   status save_snapshot(const snapshot_record& s) override { return inner_->save_snapshot(s); }
   result<std::optional<snapshot_record>> load_snapshot(
       std::string_view stream, const snapshot_criteria& c) const override {

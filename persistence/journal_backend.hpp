@@ -104,6 +104,15 @@ class journal_backend {
   /// Permanently deletes `stream`'s events with stream_seq <= to_stream_seq.
   virtual status delete_stream_to(std::string_view stream, uint64_t to_stream_seq) = 0;
 
+  /// A former leader's step back (SPEC §11 Divergence): removes every event
+  /// with global_seq > `seq` (and their stream index entries) and every
+  /// snapshot taken past it, in one transaction; highest_seq becomes `seq`
+  /// and highest_epoch the epoch of the event at `seq`. The one operation
+  /// that lowers highest_seq: only a standby, after it set its divergent
+  /// tail aside, calls it. Nothing to do when the journal ends at `seq` or
+  /// before.
+  virtual status truncate_after(uint64_t seq) = 0;
+
   /// Saves a snapshot; one with the same (stream, seq) is overwritten.
   virtual status save_snapshot(const snapshot_record& snapshot) = 0;
 
@@ -136,6 +145,12 @@ class journal_backend {
 /// `range`; `range.max` counts matching events only.
 status read_type(const journal_backend& journal, std::string_view type, seq_range range,
                  const event_visitor& visit);
+
+/// The first leadership_taken with an epoch above `epoch` (SPEC §11
+/// Divergence: where a journal at `epoch` and this one part), read from the
+/// system stream; nullopt when this journal holds none.
+result<std::optional<events::v1::LeadershipTaken>> leadership_above(const journal_backend& journal,
+                                                                    uint64_t epoch);
 
 /// Checks a batch before it is written: every envelope needs a stream and a
 /// payload, and must fit kMaxEventBytes. Shared by every backend.

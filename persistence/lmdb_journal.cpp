@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <system_error>
+#include <vector>
 
 #include "persistence/event_codec.hpp"
 #include "persistence/lmdb_access.hpp"
@@ -367,6 +368,79 @@ status lmdb_journal::read_stream(std::string_view stream, seq_range range,
     }
     return rc == 0 || rc == MDB_NOTFOUND ? status{} : read_error(rc);
   });
+}
+
+status lmdb_journal::truncate_after(uint64_t seq) {
+  if (seq >= highest_) return {};
+  uint64_t kept_epoch = 0;
+  status damaged;  // an event of the tail that does not decode: nothing is removed
+  auto st = with_write_txn("truncate", [&](MDB_txn* txn) -> int {
+    // What goes: the tail's event keys and index keys, collected first (the
+    // tail of a diverged former leader is short), then deleted by key.
+    std::vector<std::string> event_keys, index_keys, snapshot_keys;
+    {
+      cursor_guard c;
+      if (int rc = mdb_cursor_open(txn, events_, &c.cursor)) return rc;
+      auto start = be64(seq + 1);
+      MDB_val k = mdb_val(start), v;
+      // The epoch kept: the newest remaining event's (epochs never decrease).
+      int rc = mdb_cursor_get(c.cursor, &k, &v, MDB_SET_RANGE);
+      if (rc && rc != MDB_NOTFOUND) return rc;
+      rc = mdb_cursor_get(c.cursor, &k, &v, rc == MDB_NOTFOUND ? MDB_LAST : MDB_PREV);
+      if (rc && rc != MDB_NOTFOUND) return rc;
+      if (rc == 0 && read_be64(view(k)) <= seq) {
+        auto e = decode_event(read_be64(view(k)), view(v));
+        if (!e) {
+          damaged = e.error();
+          return EINVAL;
+        }
+        kept_epoch = e->epoch();
+      } else if (seq > 0) {  // nothing kept to take the epoch from
+        damaged = {errc::not_ready, "cannot truncate to seq " + std::to_string(seq) +
+                                        ": the journal holds no event at or before it"};
+        return EINVAL;
+      }
+      k = mdb_val(start);
+      rc = mdb_cursor_get(c.cursor, &k, &v, MDB_SET_RANGE);
+      for (; rc == 0; rc = mdb_cursor_get(c.cursor, &k, &v, MDB_NEXT)) {
+        uint64_t at = read_be64(view(k));
+        auto e = decode_event(at, view(v));
+        if (!e) {
+          damaged = e.error();
+          return EINVAL;
+        }
+        stream_meta meta;
+        if (int mrc = get_stream_meta(txn, stream_meta_, stream_hash(e->stream()), meta)) return mrc;
+        event_keys.push_back(be64(at));
+        index_keys.push_back(be64(meta.id) + be64(e->stream_seq()));
+      }
+      if (rc != MDB_NOTFOUND) return rc;
+    }
+    {
+      cursor_guard c;
+      if (int rc = mdb_cursor_open(txn, snapshots_, &c.cursor)) return rc;
+      MDB_val k, v;
+      int rc = mdb_cursor_get(c.cursor, &k, &v, MDB_FIRST);
+      for (; rc == 0; rc = mdb_cursor_get(c.cursor, &k, &v, MDB_NEXT))
+        if (k.mv_size >= 8 && read_be64(view(k).substr(k.mv_size - 8)) > seq)
+          snapshot_keys.emplace_back(view(k));
+      if (rc != MDB_NOTFOUND) return rc;
+    }
+    for (auto [dbi, keys] : {std::pair{events_, &event_keys}, std::pair{streams_, &index_keys},
+                             std::pair{snapshots_, &snapshot_keys}})
+      for (const auto& key : *keys) {
+        MDB_val k = mdb_val(key);
+        if (int rc = mdb_del(txn, dbi, &k, nullptr); rc && rc != MDB_NOTFOUND) return rc;
+      }
+    if (int rc = put(txn, meta_, "highest_seq", be64(seq))) return rc;
+    return put(txn, meta_, "epoch", be64(kept_epoch));
+  });
+  if (!damaged.ok()) return damaged;
+  if (st.ok()) {
+    highest_ = seq;
+    epoch_ = kept_epoch;
+  }
+  return st;
 }
 
 status lmdb_journal::delete_stream_to(std::string_view stream, uint64_t to_stream_seq) {

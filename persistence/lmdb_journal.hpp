@@ -57,6 +57,7 @@ class lmdb_journal final : public journal_backend {
   result<uint64_t> highest_stream_seq(std::string_view stream) const override;
   status read_stream(std::string_view stream, seq_range range,
                      const event_visitor& visit) const override;
+  status truncate_after(uint64_t seq) override;
   status delete_stream_to(std::string_view stream, uint64_t to_stream_seq) override;
   status save_snapshot(const snapshot_record& snapshot) override;
   result<std::optional<snapshot_record>> load_snapshot(

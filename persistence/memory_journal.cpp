@@ -92,6 +92,38 @@ status memory_journal::delete_stream_to(std::string_view stream, uint64_t to_str
   return {};
 }
 
+status memory_journal::truncate_after(uint64_t seq) {
+  std::unique_lock lock(mutex_);
+  if (seq >= highest_) return {};
+  uint64_t epoch = 0;  // the newest remaining event's (epochs never decrease)
+  if (auto tail = events_.upper_bound(seq); tail != events_.begin()) {
+    auto kept = std::prev(tail);
+    auto e = decode_event(kept->first, kept->second);
+    if (!e) return e.error();
+    epoch = e->epoch();
+  }
+  if (seq > 0 && events_.upper_bound(seq) == events_.begin())
+    return {errc::not_ready, "cannot truncate to seq " + std::to_string(seq) +
+                                 ": the journal holds no event at or before it"};
+  std::vector<std::pair<std::string, uint64_t>> tail;  // decoded first: all or nothing
+  for (auto it = events_.upper_bound(seq); it != events_.end(); ++it) {
+    auto e = decode_event(it->first, it->second);
+    if (!e) return e.error();
+    tail.emplace_back(e->stream(), e->stream_seq());
+  }
+  for (const auto& [stream, stream_seq] : tail) {
+    auto& info = streams_[stream];
+    info.index.erase(stream_seq);
+    info.highest = info.index.empty() ? info.deleted_to : info.index.rbegin()->first;
+  }
+  events_.erase(events_.upper_bound(seq), events_.end());
+  for (auto it = snapshots_.begin(); it != snapshots_.end();)
+    it = it->first.second > seq ? snapshots_.erase(it) : std::next(it);
+  highest_ = seq;
+  epoch_ = epoch;
+  return {};
+}
+
 status memory_journal::save_snapshot(const snapshot_record& s) {
   std::unique_lock lock(mutex_);
   auto key = stream_hash(s.stream) + be64(s.seq);

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <ctime>
 
-#include "api/cli/json_output.hpp"
+#include "api/common/json_output.hpp"
 
 #include "events/event_type.hpp"
 

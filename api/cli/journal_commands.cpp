@@ -4,11 +4,14 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <map>
 
 #include "api/cli/exit_codes.hpp"
 #include "api/cli/format.hpp"
-#include "api/cli/json_output.hpp"
+#include "api/common/json_output.hpp"
 #include "events/event_type.hpp"
 #include "persistence/lmdb_journal.hpp"
 
@@ -28,6 +31,27 @@ int fail(std::ostream& err, const status& st) {
   return exit_code(st.code());
 }
 
+/// The events of a file a standby set aside (api/server/divergence.hpp),
+/// one JSON object per line, in the file's order; a line that is not an
+/// event fails naming the file and the line.
+status read_diverged_file(const std::string& path, const persistence::event_visitor& visit) {
+  std::ifstream in(path);
+  if (!in) return {errc::not_found, "cannot read " + path + ": " + std::strerror(errno)};
+  std::string line;
+  for (uint64_t number = 1; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    auto where = path + " line " + std::to_string(number);
+    auto j = nlohmann::ordered_json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      return {errc::invalid_argument, where + " is not a JSON object; is it a diverged-<epoch>.ndjson?"};
+    events::v1::Envelope e;
+    if (auto st = message_from_json(j, &e); !st.ok())
+      return {errc::invalid_argument, where + ": " + st.message()};
+    if (!visit(e)) return {};
+  }
+  return {};
+}
+
 }  // namespace
 
 int journal_dump(const journal_location& where, const dump_args& args, std::ostream& out,
@@ -38,12 +62,22 @@ int journal_dump(const journal_location& where, const dump_args& args, std::ostr
     return fail(err, {errc::invalid_argument,
                       "--type '" + args.type + "' is not an event type; known:" + known});
   }
-  auto journal = open_read_only(where);
-  if (!journal) return fail(err, journal.error());
   auto print = [&](const events::v1::Envelope& e) {
     out << (args.json ? format_event_json(e) : format_event_line(e)) << "\n";
     return true;
   };
+  if (!args.file.empty()) {  // the same filters, over the file's events
+    uint64_t shown = 0;
+    auto st = read_diverged_file(args.file, [&](const events::v1::Envelope& e) {
+      if (e.global_seq() < args.from || e.global_seq() > args.to) return true;
+      if (!args.stream.empty() && e.stream() != args.stream) return true;
+      if (!args.type.empty() && events::event_type_name(e) != args.type) return true;
+      return shown < args.limit && print(e) && ++shown < args.limit;
+    });
+    return st.ok() ? 0 : fail(err, st);
+  }
+  auto journal = open_read_only(where);
+  if (!journal) return fail(err, journal.error());
   persistence::seq_range range{args.from, args.to, args.limit};
   status st;
   if (!args.stream.empty()) {

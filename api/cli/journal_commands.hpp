@@ -25,6 +25,7 @@ struct dump_args {
   std::string stream;  // only this stream
   std::string type;    // only this event type, e.g. "object_put"
   bool json = false;   // one JSON object per line
+  std::string file;    // read this diverged-<epoch>.ndjson instead of the journal
 };
 
 struct stats_args {

@@ -7,7 +7,7 @@
 #include <csignal>
 
 #include "api/cli/format.hpp"
-#include "api/cli/json_output.hpp"
+#include "api/common/json_output.hpp"
 #include "api/cli/online_support.hpp"
 
 namespace weightd::api {

@@ -7,7 +7,7 @@
 
 #include "api/cli/exit_codes.hpp"
 #include "api/cli/format.hpp"
-#include "api/cli/json_output.hpp"
+#include "api/common/json_output.hpp"
 #include "api/cli/online_support.hpp"
 #include "api/cli/output_file.hpp"
 #include "api/cli/progress.hpp"

@@ -17,7 +17,7 @@
 #include "api/cli/cli_words.hpp"
 #include "api/cli/format.hpp"
 #include "api/cli/journal_commands.hpp"
-#include "api/cli/json_output.hpp"
+#include "api/common/json_output.hpp"
 #include "api/cli/lease_commands.hpp"
 #include "api/cli/online_support.hpp"
 #include "events/identity.hpp"

@@ -8,7 +8,7 @@
 #include "api/cli/exit_codes.hpp"
 #include "api/cli/cli_words.hpp"
 #include "api/cli/format.hpp"
-#include "api/cli/json_output.hpp"
+#include "api/common/json_output.hpp"
 #include "api/cli/online_support.hpp"
 #include "api/cli/lease_commands.hpp"
 #include "events/time_text.hpp"

@@ -196,6 +196,9 @@ int run(int argc, char** argv) {
                        "Only this stream, e.g. 'system' or 'object|default/key'");
   dump_cmd->add_option("--type", dump.type, "Only this event type, e.g. object_put");
   dump_cmd->add_flag("--json", dump.json, "One JSON object per line");
+  dump_cmd->add_option("--file", dump.file,
+                       "Read the events a standby set aside (<data>/diverged-<epoch>.ndjson) "
+                       "instead of the journal");
 
   stats_args stats;
   auto* stats_cmd = journal->add_subcommand("stats", "Summarize the journal");

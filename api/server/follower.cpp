@@ -3,8 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "api/common/grpc_status.hpp"
+#include "api/server/divergence.hpp"
 #include "events/event_type.hpp"
 #include "events/identity.hpp"
 #include "events/upcast.hpp"
@@ -76,6 +78,7 @@ void follower::run() {
     std::unique_lock lock(mutex_);
     status_.connected = false;
     if (stopping_) return;
+    if (std::exchange(stepped_back_, false) && status_.failure.empty()) continue;
     status_.last_error = ended.to_string();
     if (!status_.failure.empty()) {
       spdlog::critical("standby stops following leader={} error=\"{}\"; its journal holds seq {}. "
@@ -130,6 +133,12 @@ weightd::status follower::follow_once() {
                                    " but this standby's journal holds epoch " +
                                    std::to_string(hello.epoch()) +
                                    ": it is a former leader; follow the current one"};
+    } else if (message.has_divergence()) {
+      ended = step_back(message.divergence());
+      stepped_back_ = ended.ok();  // the leader ends this stream; the next starts at once
+      if (!ended.ok() && status().failure.empty())
+        spdlog::warn("standby could not set its diverged tail aside error=\"{}\"; it tries "
+                     "again", ended.to_string());
     } else {
       {
         std::lock_guard lock(mutex_);
@@ -193,6 +202,51 @@ weightd::status follower::take(v1::FollowResponse& message) {
       spdlog::warn("standby snapshot failed error=\"{}\"; the next one retries",
                    saved.error().to_string());
   }
+  return {};
+}
+
+weightd::status follower::step_back(const v1::Divergence& divergence) {
+  auto had = status();
+  auto stop_for_good = [this](const std::string& why) {
+    std::lock_guard lock(mutex_);
+    status_.failure = why;
+    return weightd::status{errc::conflict, why};
+  };
+  // What the leader says must fit what this journal holds; and a standby
+  // that served reads in this run does not rewrite them under its readers.
+  if (divergence.last_common_seq() >= had.durable_seq || divergence.epoch() <= had.epoch)
+    return stop_for_good("the leader says this journal diverged after seq " +
+                         std::to_string(divergence.last_common_seq()) + " at epoch " +
+                         std::to_string(divergence.epoch()) + ", but it holds seq " +
+                         std::to_string(had.durable_seq) + " at epoch " +
+                         std::to_string(had.epoch));
+  if (had.streams > 0)
+    return stop_for_good("the leader's history no longer holds seqs " +
+                         std::to_string(divergence.last_common_seq() + 1) + ".." +
+                         std::to_string(had.durable_seq) +
+                         " this standby copied and served; restart it to set them aside");
+  if (options_.data_dir.empty())
+    return stop_for_good("this journal diverged and there is no data directory to set its "
+                         "tail aside in");
+  auto stepped = set_aside_diverged(*journal_, divergence, options_.data_dir);
+  if (!stepped) return stepped.error();  // nothing removed yet unless it says so: try again
+  auto folded = persistence::fold_journal(*journal_);
+  if (!folded) return stop_for_good("folding the journal after setting its diverged tail aside "
+                                    "failed: " + folded.error().to_string());
+  if (folded->applied_seq != divergence.last_common_seq())
+    return stop_for_good("after setting its diverged tail aside the journal ends at seq " +
+                         std::to_string(folded->applied_seq) + ", not " +
+                         std::to_string(divergence.last_common_seq()));
+  std::lock_guard lock(mutex_);
+  state_ = std::move(*folded);
+  status_.durable_seq = state_.applied_seq;
+  status_.epoch = state_.epoch;
+  since_snapshot_ = 0;
+  spdlog::warn("standby set its diverged tail aside events={} seqs={}..{} file={} "
+               "last_common_seq={} leader_epoch={}; it follows from there",
+               *stepped, divergence.last_common_seq() + 1, had.durable_seq,
+               diverged_file(options_.data_dir, divergence).string(),
+               divergence.last_common_seq(), divergence.epoch());
   return {};
 }
 

@@ -11,6 +11,9 @@
 //      the group), fold each (fold_event), report the new durable seq;
 //   5. when the stream ends or fails: wait (backoff from 100 ms, doubling to
 //      5 s, reset once a stream was welcomed) and go to 2.
+// A journal that went past where the leader's history left it (a former
+// leader's, SPEC §11 Divergence) hears so in the leader's first message: it
+// sets its tail aside (divergence.hpp), folds again and goes to 2 at once.
 // A copied batch the journal refuses (not the next seqs: this journal is not
 // a prefix of the leader's) or an event the fold refuses stops following
 // for good: `failure()` says why, and a person must look.
@@ -20,6 +23,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +41,7 @@ struct follower_options {
   std::chrono::milliseconds min_backoff{100};
   std::chrono::milliseconds max_backoff{5'000};
   uint64_t snapshot_every = 10'000;  // events between state snapshots (0 = never)
+  std::filesystem::path data_dir;    // where a diverged tail is set aside (divergence.hpp)
 };
 
 /// Where the standby is.
@@ -93,12 +98,16 @@ class follower {
   weightd::status follow_once();
   /// Appends and folds one message's envelopes; a failure stops following.
   weightd::status take(v1::FollowResponse& message);
+  /// The leader said this journal diverged: sets the tail aside, truncates,
+  /// folds again (divergence.hpp); a failure stops following.
+  weightd::status step_back(const v1::Divergence& divergence);
 
   std::shared_ptr<persistence::journal_backend> journal_;
   follower_options options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::ReplicationService::Stub> stub_;
   uint64_t since_snapshot_ = 0;  // events appended since the last snapshot (thread only)
+  bool stepped_back_ = false;    // the last stream ended in step_back: reconnect at once (thread only)
 
   mutable std::mutex mutex_;  // guards everything below
   mutable std::condition_variable changed_;

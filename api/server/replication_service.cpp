@@ -45,6 +45,7 @@ class follow_reactor final : public follow_reactor_base {
     if (!ok) return finish({});  // the standby closed its side: the stream ends
     if (!welcomed_) {
       if (auto st = welcome(); !st.ok()) return finish(st);
+      if (diverged_) return;  // nothing more to read: the stream ends
     } else if (in_.durable_seq() > durable_seq_) {
       durable_seq_ = in_.durable_seq();
     }
@@ -55,6 +56,7 @@ class follow_reactor final : public follow_reactor_base {
     std::lock_guard<std::recursive_mutex> lock(watch->lock);
     if (watch->finished) return;
     if (!ok) return finish({errc::internal, "the standby went away"});
+    if (diverged_) return finish({});
     pull_next();
   }
   void OnCancel() override {
@@ -104,6 +106,14 @@ class follow_reactor final : public follow_reactor_base {
                                   " but this weightd is at epoch " + std::to_string(*epoch) +
                                   ": this weightd is a former leader and must not lead"};
     epoch_ = *epoch;
+    if (in_.epoch() < epoch_) {
+      // A former leader (or a standby of one) may hold events this leader's
+      // history never had: those past the first epoch change above its own.
+      auto fork = persistence::leadership_above(*journal_, in_.epoch());
+      if (!fork) return fork.error();
+      if (*fork && in_.durable_seq() > (*fork)->last_seq_of_previous_epoch())
+        return tell_divergence(**fork, *highest);
+    }
     if (in_.durable_seq() > *highest)
       return {errc::conflict,
               "the standby holds seq " + std::to_string(in_.durable_seq()) +
@@ -134,11 +144,33 @@ class follow_reactor final : public follow_reactor_base {
     StartWrite(&out_);
     return {};
   }
+  /// Under the lock: the one message to a standby that diverged (SPEC §11
+  /// Divergence); the stream ends once it is written, and the standby comes
+  /// back truncated.
+  status tell_divergence(const events::v1::LeadershipTaken& fork, uint64_t highest) {
+    spdlog::warn("standby diverged member={} peer={} its_seq={} its_epoch={} last_common_seq={} "
+                 "epoch={}; it sets its tail aside and follows again",
+                 member_, peer_, in_.durable_seq(), in_.epoch(),
+                 fork.last_seq_of_previous_epoch(), fork.epoch());
+    diverged_ = true;
+    out_.Clear();
+    out_.set_leader_seq(highest);
+    out_.set_schema_version(events::kSchemaVersion);
+    out_.set_epoch(epoch_);
+    out_.mutable_divergence()->set_last_common_seq(fork.last_seq_of_previous_epoch());
+    out_.mutable_divergence()->set_epoch(fork.epoch());
+    StartWrite(&out_);
+    return {};
+  }
   /// Under the lock: a batch from the journal reader, as one message.
   void take_batch(std::vector<events::v1::Envelope> batch) {
     out_.Clear();
     for (auto& e : batch) *out_.add_envelopes() = std::move(e);
     if (out_.envelopes_size() > 0) next_seq_ = out_.envelopes().rbegin()->global_seq() + 1;
+    // The head as committed now (a meta key; on the reader's thread), so
+    // that a standby behind it knows how far: its lag in Status.
+    if (auto head = journal_->highest_seq(); head.ok())
+      leader_seq_ = std::max(leader_seq_, *head);
     leader_seq_ = std::max(leader_seq_, next_seq_ - 1);
     out_.set_leader_seq(leader_seq_);
     out_.set_schema_version(events::kSchemaVersion);
@@ -169,6 +201,7 @@ class follow_reactor final : public follow_reactor_base {
   v1::FollowRequest in_;
   v1::FollowResponse out_;
   bool welcomed_ = false;
+  bool diverged_ = false;  // told it diverged: the stream ends after that message
   std::string member_, peer_;
   uint64_t next_seq_ = 1;
   uint64_t durable_seq_ = 0;  // as the standby last reported it

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <mutex>
 
 #include "api/common/grpc_status.hpp"
 #include "actors/errors.hpp"
@@ -131,20 +132,28 @@ struct standby_server::services {
         limits(options.streams),
         bridge(sys, options.timeout),
         position(spawn_follower_position(sys, standby)),
-        reader(actors::spawn_journal_reader(sys, std::move(journal), position, {}, true)),
-        reads{standby, bridge, reader, limits, options.auth},
+        reads{standby, bridge, [this, &sys, journal] { return reader_of(sys, journal); }, limits,
+              options.auth},
         weights(make_standby_weight_service(reads, leader)),
         admin(standby, leader, options, std::move(promote)),
         others(leader) {}
   ~services() {
-    caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
+    std::lock_guard lock(reader_mutex);
+    if (reader) caf::anon_send_exit(reader, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(position, caf::exit_reason::user_shutdown);
+  }
+  actors::journal_reader_actor reader_of(
+      caf::actor_system& sys, const std::shared_ptr<const persistence::journal_backend>& journal) {
+    std::lock_guard lock(reader_mutex);
+    if (!reader) reader = actors::spawn_journal_reader(sys, journal, position, {}, true);
+    return reader;
   }
   server_options options;
   stream_limits limits;  // Watch streams
   call_bridge bridge;    // History's way to the reader
   actors::journal_actor position;
-  actors::journal_reader_actor reader;
+  std::mutex reader_mutex;
+  actors::journal_reader_actor reader;  // under reader_mutex; null until first used
   standby_reads reads;
   std::unique_ptr<grpc::Service> weights;
   standby_admin admin;

@@ -27,11 +27,14 @@
 namespace weightd::api {
 
 /// What a standby's WeightService reads (standby_weight_service.cpp): the
-/// fold, and for History and Watch a journal reader over its journal.
+/// fold, and for History and Watch a journal reader over its journal,
+/// spawned at its first use — after the leader confirmed the journal (a
+/// former leader's diverged tail is set aside before), so the reader never
+/// saw a head that was taken back.
 struct standby_reads {
   const follower& standby;
   call_bridge& bridge;
-  actors::journal_reader_actor reader;
+  std::function<actors::journal_reader_actor()> reader;
   stream_limits& limits;
   std::shared_ptr<authenticator> auth;
 };

@@ -58,11 +58,14 @@ class standby_weight_service final : public v1::WeightService::CallbackService {
   }
   ServerUnaryReactor* History(CallbackServerContext* ctx, const v1::HistoryRequest* req,
                               v1::HistoryResponse* resp) override {
-    return answer_history(reads_.bridge, reads_.reader, *reads_.auth, ctx, *req, resp);
+    if (auto st = confirmed(); !st.ok()) return reject(ctx, st);
+    return answer_history(reads_.bridge, reads_.reader(), *reads_.auth, ctx, *req, resp);
   }
   grpc::ServerWriteReactor<events::v1::Envelope>* Watch(CallbackServerContext* ctx,
                                                         const v1::WatchRequest* req) override {
-    return start_watch(reads_.reader, reads_.limits, *reads_.auth, ctx, *req);
+    auto st = confirmed();
+    return start_watch(st.ok() ? reads_.reader() : actors::journal_reader_actor{}, reads_.limits,
+                       *reads_.auth, ctx, *req, st);
   }
 
   WEIGHTD_NOT_LEADER(BeginImport, BeginImportRequest, RevisionView)
@@ -91,6 +94,7 @@ class standby_weight_service final : public v1::WeightService::CallbackService {
                            Fill fill) {
     auto admitted = admit(*reads_.auth, ctx, req);
     if (!admitted) return reject(ctx, admitted.error());
+    if (auto st = confirmed(); !st.ok()) return reject(ctx, st);
     const auto& [who, request] = *admitted;
     auto cmd = from_proto(request);
     if (!cmd) return reject(ctx, cmd.error());
@@ -103,6 +107,16 @@ class standby_weight_service final : public v1::WeightService::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
+  }
+
+  /// A standby serves reads once its leader welcomed it in this run: until
+  /// then its journal may hold a former leader's diverged tail, which the
+  /// leader's first message would have it set aside.
+  weightd::status confirmed() const {
+    if (reads_.standby.status().streams > 0) return {};
+    return {errc::not_ready, "this standby has not reached its leader " + leader_ +
+                                 " since it started, so its copy is unconfirmed; read from the "
+                                 "leader, or wait until `weightctl status` says following yes"};
   }
 
   const standby_reads& reads_;

@@ -37,11 +37,13 @@ struct journal_sink final : actors::watch_sink {
   Stream* stream;  // under watch->lock; null once the call is done
 };
 
+/// A Watch from the journal reader; with `refused` set it ends at once with it.
 grpc::ServerWriteReactor<events::v1::Envelope>* start_watch(actors::journal_reader_actor reader,
                                                             stream_limits& limits,
                                                             const authenticator& auth,
                                                             grpc::CallbackServerContext* ctx,
-                                                            const v1::WatchRequest& req);
+                                                            const v1::WatchRequest& req,
+                                                            const status& refused = {});
 
 grpc::ServerReadReactor<v1::PutRequest>* start_put(caf::actor_system& sys,
                                                    actors::object_store_actor store,

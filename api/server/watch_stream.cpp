@@ -21,10 +21,14 @@ namespace {
 class watch_reactor final : public grpc::ServerWriteReactor<events::v1::Envelope> {
  public:
   watch_reactor(actors::journal_reader_actor reader, stream_limits& limits, const authenticator& auth,
-                CallbackServerContext* ctx, const v1::WatchRequest& req)
+                CallbackServerContext* ctx, const v1::WatchRequest& req, const status& refused)
       : reader_(reader), ctx_(ctx), watch_(limits.watch_put()) {
     auto watch = watch_;
     std::lock_guard<std::recursive_mutex> lock(watch->lock);
+    if (!refused.ok()) {
+      finish(refused);
+      return;
+    }
     auto allowed = admit(auth, ctx, req);
     if (!allowed) {
       finish(allowed.error());
@@ -130,8 +134,9 @@ grpc::ServerWriteReactor<events::v1::Envelope>* start_watch(actors::journal_read
                                                             stream_limits& limits,
                                                             const authenticator& auth,
                                                             CallbackServerContext* ctx,
-                                                            const v1::WatchRequest& req) {
-  return new watch_reactor(reader, limits, auth, ctx, req);
+                                                            const v1::WatchRequest& req,
+                                                            const status& refused) {
+  return new watch_reactor(reader, limits, auth, ctx, req, refused);
 }
 
 }  // namespace weightd::api

@@ -62,6 +62,7 @@ std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset
   options.leader.tls_ca_file = config.follow_tls_ca_file;
   options.snapshot_every = config.snapshot_every;
   options.member = config.listen;
+  options.data_dir = config.data_dir;
   if (!config.follow_token_file.empty()) {
     std::ifstream in(config.follow_token_file);
     std::string token;
@@ -118,6 +119,7 @@ std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset
   caf::actor_system_config cfg;
   actors::add_error_category(cfg);
   cfg.set("scheduler.max-threads", size_t{2});
+  cfg.set("scheduler.policy", caf::atom("sharing"));  // idle workers sleep, as the leader's
   caf::actor_system sys{cfg};
   auto server = api::standby_server::start(sys, **standby, backend, config.follow, serving,
                                            [] { ::kill(::getpid(), SIGUSR2); });
@@ -150,6 +152,9 @@ std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset
                     .count();
   auto epoch = api::take_leadership(*backend, config.listen, config.listen, now_ms);
   standby->reset();
+  if (backend.use_count() != 1)
+    spdlog::critical("promotion: the standby's journal is still open elsewhere (a bug); the "
+                     "leader opens it again anyway");
   backend.reset();  // the leader opens the journal again: one environment per process
   if (!epoch) {
     spdlog::error("promotion failed error=\"{}\"; weightd stops, its journal is as it was",

@@ -10,7 +10,7 @@
 #include "api/cli/cli_words.hpp"
 #include "api/cli/duration_flag.hpp"
 #include "api/cli/format.hpp"
-#include "api/cli/json_output.hpp"
+#include "api/common/json_output.hpp"
 #include "api/client/client.hpp"
 #include "daemon_fixture.hpp"
 #include "events/identity.hpp"

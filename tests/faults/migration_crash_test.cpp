@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/cli/json_output.hpp"
+#include "api/common/json_output.hpp"
 #include "api/common/loopback.hpp"
 #include "api/weightd.pb.h"
 #include "support.hpp"

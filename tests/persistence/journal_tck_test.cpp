@@ -322,3 +322,63 @@ JOURNAL_SPEC("a journal stamps its highest epoch on new envelopes and refuses a 
     CHECK(*store.backend().highest_epoch() == 3);  // kept across a reopen
   }
 }
+
+JOURNAL_SPEC("truncate_after removes the tail past a seq, its stream entries and snapshots; the journal then takes the next seqs again, at the kept epoch") {
+  journal_spec<B> s;  // seqs 1..8: pid 1..5, other 1..3
+  auto& j = s.j;
+  REQUIRE(j.save_snapshot({"state", 4, 0, "at four"}).ok());
+  REQUIRE(j.save_snapshot({"state", 7, 0, "at seven"}).ok());
+  std::vector<events::v1::Envelope> taken{make_event("system", "t")};
+  taken[0].set_epoch(1);  // seq 9, epoch 1: the tail a former leader wrote
+  REQUIRE(j.append(taken).ok());
+  REQUIRE(*j.highest_epoch() == 1);
+
+  REQUIRE(j.truncate_after(5).ok());  // pid 1..3 and other 1..2 stay
+  CHECK(*j.highest_seq() == 5);
+  CHECK(*j.highest_epoch() == 0);
+  CHECK(s.replay({}) == seqs{1, 2, 3});
+  CHECK(*j.highest_stream_seq(pid) == 3);
+  CHECK(*j.highest_stream_seq(other) == 2);
+  CHECK(*j.highest_stream_seq("system") == 0);
+  CHECK(read_all(j).size() == 5);
+  auto snapshot = j.load_snapshot("state", {});
+  REQUIRE(snapshot.ok());
+  REQUIRE(*snapshot);
+  CHECK((*snapshot)->seq == 4);  // the one past the cut is gone
+
+  std::vector<events::v1::Envelope> next{make_event(pid, "p4 again")};
+  REQUIRE(j.append(next).ok());
+  CHECK(next[0].global_seq() == 6);
+  CHECK(next[0].stream_seq() == 4);
+  CHECK(next[0].epoch() == 0);
+  CHECK(j.truncate_after(9).ok());  // past the end: nothing to do
+  CHECK(*j.highest_seq() == 6);
+  if constexpr (std::is_same_v<B, lmdb_backend>) {
+    s.store.reopen();
+    CHECK(*s.store.backend().highest_seq() == 6);
+    CHECK(*s.store.backend().highest_epoch() == 0);
+  }
+}
+
+JOURNAL_SPEC("leadership_above finds the first epoch change above an epoch in the system stream") {
+  B store;
+  auto& j = store.backend();
+  auto taken = [&](uint64_t epoch, uint64_t previous) {
+    events::v1::Envelope e;
+    e.set_stream("system");
+    e.set_epoch(epoch);
+    e.mutable_leadership_taken()->set_epoch(epoch);
+    e.mutable_leadership_taken()->set_last_seq_of_previous_epoch(previous);
+    std::vector<events::v1::Envelope> batch{e};
+    REQUIRE(j.append(batch).ok());
+  };
+  std::vector<events::v1::Envelope> first{make_event("system", "a")};
+  REQUIRE(j.append(first).ok());
+  CHECK_FALSE(*persistence::leadership_above(j, 0));
+  taken(1, 1);
+  taken(3, 2);
+  CHECK((*persistence::leadership_above(j, 0))->epoch() == 1);
+  CHECK((*persistence::leadership_above(j, 1))->epoch() == 3);
+  CHECK((*persistence::leadership_above(j, 2))->last_seq_of_previous_epoch() == 2);
+  CHECK_FALSE(*persistence::leadership_above(j, 3));
+}

@@ -62,6 +62,28 @@ inline void import_model(const std::string& address, const std::filesystem::path
   REQUIRE_MESSAGE(imported.exit_code == 0, imported.output);
 }
 
+/// A leader on a free loopback port and a standby that follows it, in
+/// <dir>/leader and <dir>/standby.
+struct leader_and_standby {
+  explicit leader_and_standby(const std::filesystem::path& dir)
+      : leader_address("127.0.0.1:" + std::to_string(api::free_loopback_port())),
+        leader(dir / "leader", leading(leader_address)),
+        standby(dir / "standby", following(leader_address)) {}
+  static daemon_options leading(const std::string& address) {
+    daemon_options o;
+    o.listen = address;
+    return o;
+  }
+  static daemon_options following(const std::string& address) {
+    daemon_options o;
+    o.flags = {"--follow", address};
+    return o;
+  }
+  std::string leader_address;
+  running_daemon leader;
+  running_daemon standby;
+};
+
 inline void kill_9(std::unique_ptr<running_daemon>& d) {
   ::kill(d->pid, SIGKILL);
   int status = 0;

@@ -12,13 +12,8 @@ using namespace weightd::test;
 
 TEST_CASE("standby reads: show, ls, history, op show, lineage and watch answer on a standby as on its leader, writes are NOT_LEADER") {
   temp_dir dir;
-  auto leader_address = "127.0.0.1:" + std::to_string(api::free_loopback_port());
-  daemon_options lo;
-  lo.listen = leader_address;
-  running_daemon leader{dir.path() / "leader", lo};
-  daemon_options so;
-  so.flags = {"--follow", leader_address};
-  running_daemon standby{dir.path() / "standby", so};
+  leader_and_standby pair{dir.path()};
+  auto& [leader_address, leader, standby] = pair;
 
   // Revisions in several states, a lease, an operation, a lineage's claim.
   import_model(leader_address, dir.path(), "alpha");
@@ -62,13 +57,8 @@ TEST_CASE("standby reads: show, ls, history, op show, lineage and watch answer o
 
 TEST_CASE("standby reads: a standby owns its data directory: a leader started on it is refused, naming the directory") {
   temp_dir dir;
-  auto leader_address = "127.0.0.1:" + std::to_string(api::free_loopback_port());
-  daemon_options lo;
-  lo.listen = leader_address;
-  running_daemon leader{dir.path() / "leader", lo};
-  daemon_options so;
-  so.flags = {"--follow", leader_address};
-  running_daemon standby{dir.path() / "standby", so};
+  leader_and_standby pair{dir.path()};
+  auto& [leader_address, leader, standby] = pair;
 
   auto second = run_command(std::string{WEIGHTD_DAEMON} + " --data-dir " +
                             (dir.path() / "standby").string() + " --listen 127.0.0.1:" +
@@ -76,4 +66,19 @@ TEST_CASE("standby reads: a standby owns its data directory: a leader started on
   CHECK(second.exit_code == 1);
   CHECK(mentions(second.output, "another weightd uses " + (dir.path() / "standby" / "journal").string()));
   CHECK(mentions(standby.ctl("status").output, "following    yes"));
+}
+
+TEST_CASE("standby reads: a standby that has not reached its leader since it started does not serve its copy") {
+  temp_dir dir;
+  auto nobody = "127.0.0.1:" + std::to_string(api::free_loopback_port());
+  daemon_options so;
+  so.flags = {"--follow", nobody};
+  running_daemon standby{dir.path() / "standby", so};
+  for (std::string read : {"ls", "history default/alpha@main", "--json watch --from 1 --count 1"}) {
+    CAPTURE(read);
+    auto refused = standby.ctl(read);
+    CHECK(refused.exit_code == 6);  // NOT_READY
+    CHECK(mentions(refused.output, "has not reached its leader " + nobody));
+  }
+  CHECK(mentions(standby.ctl("status").output, "following    no"));
 }

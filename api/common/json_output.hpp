@@ -4,6 +4,8 @@
 // enums by their short names ("HOT", "READY"), 64-bit numbers as JSON
 // numbers, maps as objects. A list command prints
 // {"items": [...], "next_page_token": "..."}; an empty list {"items": []}.
+// A standby writes the events it sets aside (diverged-<epoch>.ndjson) in the
+// same form, one event per line, as `weightctl journal dump --json` prints.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-#include "api/cli/json_output.hpp"
+#include "api/common/json_output.hpp"
 
 #include <google/protobuf/descriptor.h>
 
