@@ -133,6 +133,7 @@ std::vector<step> steps_of(const shell_block& block) {
 
 struct addresses {
   std::string grpc, http;
+  std::string standby_grpc, standby_http;  // a standby's, shown as 127.0.0.1:7080 and :7081
 };
 
 /// Normalization rules 1-5 (see the top of this file).
@@ -156,6 +157,8 @@ std::string normalize(std::string s, const addresses& a) {
   };
   replace_all(a.grpc, "127.0.0.1:7070");
   replace_all(a.http, "127.0.0.1:7071");
+  replace_all(a.standby_grpc, "127.0.0.1:7080");
+  replace_all(a.standby_http, "127.0.0.1:7081");
   return s;
 }
 
@@ -269,14 +272,21 @@ class session {
 
   /// Runs `command` (README syntax) as a block command would be run.
   run_result shell(const std::string& command) {
-    REQUIRE_MESSAGE(daemon_ != nullptr, (std::string{"no daemon started before `"} + command + "`"));
+    REQUIRE_MESSAGE((daemon_ || standby_), (std::string{"no daemon started before `"} + command + "`"));
     auto script = dir_.path() / "step.sh";
     std::string cmd = command;
-    for (size_t at = 0; (at = cmd.find("localhost:7071", at)) != std::string::npos;)
-      cmd.replace(at, 14, daemon_->at.http);
+    auto at = now();
+    auto replace_all = [&](const std::string& from, const std::string& to) {
+      for (size_t i = 0; (i = cmd.find(from, i)) != std::string::npos; i += to.size())
+        cmd.replace(i, from.size(), to);
+    };
+    replace_all("localhost:7071", at.http);
+    replace_all("weightctl --address 127.0.0.1:7080", quoted(WEIGHTD_WEIGHTCTL) + " --address " +
+                                                          at.standby_grpc);
     write_file(script, "cd " + quoted(dir_.path().string()) + " || exit 99\nexport LC_ALL=C\n" +
                            "weightctl() { " + quoted(WEIGHTD_WEIGHTCTL) + " --address " +
-                           daemon_->at.grpc + " \"$@\"; }\n" + cmd + "\n");
+                           (at.grpc.empty() ? at.standby_grpc : at.grpc) + " \"$@\"; }\n" +
+                           cmd + "\n");
     return run_command("bash " + quoted(script.string()));
   }
 
@@ -304,21 +314,46 @@ class session {
       return;
     }
     if (c.rfind("./build/api/weightd ", 0) == 0) {
+      // The README's flags; the hot tier moves into the test directory, the
+      // test's own ports replace --listen and --http-listen (and --log-level is
+      // warn), and a standby's
+      // --follow names the leader started before. A trailing & is the shell's.
       std::vector<std::string> flags;
       std::istringstream words(c.substr(20));
-      for (std::string w; words >> w;) flags.push_back(w);
-      for (size_t i = 0; i + 1 < flags.size(); ++i)
-        if (flags[i] == "--hot-dir") flags[i + 1] = (dir_.path() / "hot-tiers").string();
+      bool follows = false;
+      for (std::string w; words >> w;) {
+        if (w == "&") continue;
+        if (w == "--listen" || w == "--http-listen" || w == "--log-level") {
+          words >> w;
+          continue;
+        }
+        if (!flags.empty() && flags.back() == "--hot-dir") w = (dir_.path() / ("hot-" + fs::path(w).filename().string())).string();
+        if (!flags.empty() && flags.back() == "--follow") {
+          REQUIRE_MESSAGE(daemon_ != nullptr, (std::string{"README.md:"} + std::to_string(s.line) + ": a standby before its leader"));
+          w = daemon_->at.grpc;
+          follows = true;
+        }
+        flags.push_back(w);
+      }
       flags.insert(flags.end(), {"--log-level", "warn"});
-      start(flags);
+      if (follows) standby_ = std::make_unique<daemon_process>(dir_.path(), flags, dir_.path() / "standby.log");
+      else start(flags);
       CHECK_MESSAGE(s.expected.empty(), (std::string{"README.md:"} + std::to_string(s.line) + ": output under the weightd line"));
+      return;
+    }
+    if (c == "kill %1") {  // the README's first background job: the leader
+      REQUIRE_MESSAGE(standby_ != nullptr, (std::string{"README.md:"} + std::to_string(s.line) + ": kill %1 without a standby"));
+      daemon_.reset();
+      // What the README's next line waits for: the standby saw its leader go.
+      for (int i = 0; i < 200 && shell("weightctl --address 127.0.0.1:7080 status").output.find("following    no") == std::string::npos; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       return;
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     std::string wrong;
     for (;;) {
       auto r = shell(c);
-      wrong = mismatch(s, r.output, daemon_->at);
+      wrong = mismatch(s, r.output, now());
       if (wrong.empty() || !read_only(c) || std::chrono::steady_clock::now() > deadline) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -330,8 +365,20 @@ class session {
     daemon_ = std::make_unique<daemon_process>(dir_.path(), flags, dir_.path() / "weightd.log");
   }
 
+  /// The addresses of the daemons running now.
+  addresses now() const {
+    addresses a;
+    if (daemon_) a = daemon_->at;
+    if (standby_) {
+      a.standby_grpc = standby_->at.grpc;
+      a.standby_http = standby_->at.http;
+    }
+    return a;
+  }
+
   temp_dir dir_;
   std::unique_ptr<daemon_process> daemon_;
+  std::unique_ptr<daemon_process> standby_;  // `./build/api/weightd --follow ...`
   int commands_ = 0;
 };
 
@@ -392,6 +439,14 @@ TEST_CASE("readme: every command of Memory and disk (migrate, operations, the re
   session s;
   for (const auto& b : blocks) s.run(b);
   CHECK(s.commands_run() >= 23);
+}
+
+TEST_CASE("readme: every command of A standby, and promotion by hand prints what the README shows") {
+  auto blocks = blocks_under("A standby");
+  REQUIRE(blocks.size() == 2);
+  session s{make_my_model};
+  for (const auto& b : blocks) s.run(b);
+  CHECK(s.commands_run() >= 10);
 }
 
 TEST_CASE("readme: a README line that differs from the output fails, naming the line, the command and both lines") {
