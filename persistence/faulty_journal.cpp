@@ -6,6 +6,8 @@ void faulty_journal::inject(fault f, uint64_t nth) {
   std::lock_guard lock(mutex_);
   if (f == fault::fail_read) {
     read_countdown_ = nth;
+  } else if (f == fault::fail_truncate) {
+    truncate_countdown_ = nth;
   } else {
     armed_append_ = f;
     append_countdown_ = nth;
@@ -16,7 +18,17 @@ void faulty_journal::reset() {
   std::lock_guard lock(mutex_);
   append_countdown_ = 0;
   read_countdown_ = 0;
+  truncate_countdown_ = 0;
   fsync_failed_ = false;
+}
+
+status faulty_journal::truncate_after(uint64_t seq) {
+  {
+    std::lock_guard lock(mutex_);
+    if (fires(fault::fail_truncate, truncate_countdown_))
+      return {errc::durability_failed, "injected truncation failure: nothing removed"};
+  }
+  return inner_->truncate_after(seq);
 }
 
 bool faulty_journal::fires(fault, uint64_t& countdown) const {

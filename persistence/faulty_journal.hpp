@@ -23,13 +23,15 @@ enum class fault {
   reject,      // the batch is refused as invalid: nothing stored, journal usable
   map_full,    // the map cannot grow: nothing stored, journal usable
   fail_read,   // a read fails (stored data untouched)
+  fail_truncate,  // truncate_after fails: nothing removed (a crash before its commit)
 };
 
 class faulty_journal final : public journal_backend {
  public:
   explicit faulty_journal(std::shared_ptr<journal_backend> inner) : inner_(std::move(inner)) {}
 
-  /// Arms `f` to fire on the nth call of its kind (appends; reads for fail_read).
+  /// Arms `f` to fire on the nth call of its kind (appends; reads for
+  /// fail_read; truncations for fail_truncate).
   void inject(fault f, uint64_t nth = 1);
   /// Disarms everything and forgets a failed fsync (as a restart would).
   void reset();
@@ -52,7 +54,7 @@ class faulty_journal final : public journal_backend {
   status delete_stream_to(std::string_view stream, uint64_t to) override {
     return inner_->delete_stream_to(stream, to);
   }
-  status truncate_after(uint64_t seq) override { return inner_->truncate_after(seq); }
+  status truncate_after(uint64_t seq) override;
   status save_snapshot(const snapshot_record& s) override { return inner_->save_snapshot(s); }
   result<std::optional<snapshot_record>> load_snapshot(
       std::string_view stream, const snapshot_criteria& c) const override {
@@ -79,6 +81,7 @@ class faulty_journal final : public journal_backend {
   fault armed_append_ = fault::fail_write;
   uint64_t append_countdown_ = 0;           // 0 = nothing armed
   mutable uint64_t read_countdown_ = 0;
+  uint64_t truncate_countdown_ = 0;
   bool fsync_failed_ = false;
   mutable std::atomic<uint64_t> fired_{0};
   mutable std::mutex hold_mutex_;  // apart from mutex_: a held append holds no other lock

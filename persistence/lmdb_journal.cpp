@@ -281,25 +281,19 @@ status lmdb_journal::append_batch(std::vector<Envelope>& batch, numbering how) {
   return st;
 }
 
-result<uint64_t> lmdb_journal::highest_epoch() const {
-  uint64_t epoch = 0;
+result<uint64_t> lmdb_journal::meta_u64(std::string_view key) const {
+  uint64_t value = 0;  // absent = 0
   auto st = with_read_txn([&](MDB_txn* txn) -> status {
-    int rc = get_u64(txn, meta_, "epoch", epoch);
+    int rc = get_u64(txn, meta_, key, value);
     return rc == 0 || rc == MDB_NOTFOUND ? status{} : read_error(rc);
   });
   if (!st.ok()) return st;
-  return epoch;
+  return value;
 }
 
-result<uint64_t> lmdb_journal::highest_seq() const {
-  uint64_t highest = 0;
-  auto st = with_read_txn([&](MDB_txn* txn) -> status {
-    int rc = get_u64(txn, meta_, "highest_seq", highest);
-    return rc == 0 || rc == MDB_NOTFOUND ? status{} : read_error(rc);
-  });
-  if (!st.ok()) return st;
-  return highest;
-}
+result<uint64_t> lmdb_journal::highest_epoch() const { return meta_u64("epoch"); }
+
+result<uint64_t> lmdb_journal::highest_seq() const { return meta_u64("highest_seq"); }
 
 status lmdb_journal::read(seq_range range, const event_visitor& visit) const {
   if (range.max == 0 || range.from > range.to) return {};

@@ -73,6 +73,8 @@ class lmdb_journal final : public journal_backend {
   const lmdb_options& options() const { return options_; }
 
  private:
+  /// A u64 of the meta database (0 when absent).
+  result<uint64_t> meta_u64(std::string_view key) const;
   explicit lmdb_journal(lmdb_options options) : options_(std::move(options)) {}
   status init();
   // Runs fn(txn) -> int (an LMDB code) in a read transaction.

@@ -152,9 +152,11 @@ std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset
                     .count();
   auto epoch = api::take_leadership(*backend, config.listen, config.listen, now_ms);
   standby->reset();
-  if (backend.use_count() != 1)
-    spdlog::critical("promotion: the standby's journal is still open elsewhere (a bug); the "
-                     "leader opens it again anyway");
+  if (epoch && backend.use_count() != 1) {  // a bug: two LMDB environments on one file corrupt it
+    spdlog::critical("promotion: the standby's journal is still open elsewhere; weightd stops. "
+                     "It is the leader at epoch {}: start it again without --follow", *epoch);
+    return 70;
+  }
   backend.reset();  // the leader opens the journal again: one environment per process
   if (!epoch) {
     spdlog::error("promotion failed error=\"{}\"; weightd stops, its journal is as it was",

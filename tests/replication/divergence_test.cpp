@@ -8,6 +8,11 @@
 // journals verify.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
+#include "api/server/divergence.hpp"
+#include "persistence/faulty_journal.hpp"
+#include "persistence/memory_journal.hpp"
 #include "replication_support.hpp"
 
 using namespace weightd;
@@ -84,4 +89,34 @@ TEST_CASE("divergence: a former leader that comes back sets its diverged tail as
                                 d.string() + " 2>&1");
     CHECK_MESSAGE(verified.exit_code == 0, verified.output);
   }
+}
+
+TEST_CASE("divergence: a crash between writing the set-aside file and truncating leaves the whole journal; doing it again writes the same file and truncates") {
+  temp_dir dir;
+  auto inner = std::make_shared<persistence::memory_journal>();
+  persistence::faulty_journal journal{inner};
+  for (int i = 0; i < 5; ++i) {
+    std::vector<events::v1::Envelope> one{make_event("revision|default/m@main#1", "e" + std::to_string(i))};
+    REQUIRE(journal.append(one).ok());
+  }
+  weightd::v1::Divergence divergence;
+  divergence.set_last_common_seq(3);
+  divergence.set_epoch(1);
+  auto file = api::diverged_file(dir.path(), divergence);
+  CHECK(file == dir.path() / "diverged-1.ndjson");
+
+  journal.inject(persistence::fault::fail_truncate);  // the crash: the file is there, the tail too
+  auto failed = api::set_aside_diverged(journal, divergence, dir.path());
+  CHECK(failed.error().code() == errc::durability_failed);
+  CHECK(*journal.highest_seq() == 5);
+  auto first = read_file(file);
+  CHECK(std::count(first.begin(), first.end(), '\n') == 2);  // seqs 4 and 5
+
+  auto again = api::set_aside_diverged(journal, divergence, dir.path());
+  REQUIRE(again.ok());
+  CHECK(*again == 2);
+  CHECK(read_file(file) == first);
+  CHECK(*journal.highest_seq() == 3);
+  CHECK(read_all(journal).size() == 3);
+  CHECK_FALSE(fs::exists(fs::path(file.string() + ".partial")));
 }
