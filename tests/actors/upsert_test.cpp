@@ -181,10 +181,10 @@ TEST_CASE_FIXTURE(upsert_fixture,
 }
 
 TEST_CASE_FIXTURE(upsert_fixture,
-                  "upsert: request_id is required; a target generation not above the base's is "
+                  "upsert: request_id is required, a target generation not above the base's is "
                   "INVALID_ARGUMENT naming target_generation, not above the watermark CONFLICT "
-                  "naming it; a DELETED or IMPORTING base is NOT_READY; an existing target is "
-                  "CONFLICT; none of them leaves a claim") {
+                  "naming it, a DELETED or IMPORTING base is NOT_READY, an existing target is "
+                  "CONFLICT, none of them leaves a claim") {
   auto [base, u] = ready(gen(3), kCount, kSize);
   auto g = base.record.metadata_generation;
   auto before = memory->highest_seq();
@@ -234,7 +234,7 @@ TEST_CASE_FIXTURE(upsert_fixture,
 }
 
 TEST_CASE_FIXTURE(upsert_fixture,
-                  "upsert: a claim the journal could not persist changes nothing in memory; "
+                  "upsert: a claim the journal could not persist changes nothing in memory, "
                   "the same request then succeeds") {
   auto [base, u] = ready(gen(1), kCount, kSize);
   journal->inject(persistence::fault::fail_write);
@@ -252,7 +252,7 @@ TEST_CASE_FIXTURE(upsert_fixture,
 
 TEST_CASE_FIXTURE(upsert_fixture,
                   "upsert DELETE_FIRST: BUSY before any side effect while the base has a lease "
-                  "or an operation; else the base is deleted first, then the target imports") {
+                  "or an operation, else the base is deleted first, then the target imports") {
   auto [base, u] = ready(gen(1), kCount, kSize);
   auto lease = acquire(gen(1), "reader");
   REQUIRE(lease.ok());
@@ -280,7 +280,7 @@ TEST_CASE_FIXTURE(upsert_fixture,
 }
 
 TEST_CASE_FIXTURE(upsert_fixture,
-                  "upsert: a CommitUpsert refused with CONFLICT changes nothing; the right commit "
+                  "upsert: a CommitUpsert refused with CONFLICT changes nothing, the right commit "
                   "then succeeds") {
   auto [base, u] = ready(gen(1), kCount, kSize);
   REQUIRE(begin_up(gen(1), base.record.metadata_generation, 2, "f").ok());
@@ -311,8 +311,8 @@ TEST_CASE_FIXTURE(upsert_fixture,
 }
 
 TEST_CASE_FIXTURE(upsert_fixture,
-                  "upsert: a missing member leaves the claim for a retry; AbortUpsert ends it and "
-                  "aborts its target; after the commit AbortUpsert is CONFLICT") {
+                  "upsert: a missing member leaves the claim for a retry, AbortUpsert ends it and "
+                  "aborts its target, after the commit AbortUpsert is CONFLICT") {
   auto [base, u] = ready(gen(1), kCount, kSize);
   REQUIRE(begin_up(gen(1), base.record.metadata_generation, 2, "x").ok());
   auto up = put_revision(gen(2), kCount, kSize);

@@ -104,7 +104,7 @@ TEST_CASE("call bridge: an error reply ends the call with its status and fills n
   CHECK(c->filled == -1);
 }
 
-TEST_CASE("call bridge: a reply that never comes ends the call BUSY after the timeout; a late "
+TEST_CASE("call bridge: a reply that never comes ends the call BUSY after the timeout, a late "
           "reply changes nothing") {
   bridge_fixture f{300ms};
   auto start = std::chrono::steady_clock::now();

@@ -181,7 +181,7 @@ TEST_CASE("metrics: /metrics passes promtool check metrics") {
   CHECK_MESSAGE(check.output == "", check.output);  // lint findings are printed, too
 }
 
-TEST_CASE("metrics: a call the client cancelled is code=\"CANCELLED\"; no label is a raw number") {
+TEST_CASE("metrics: a call the client cancelled is code=\"CANCELLED\", no label is a raw number") {
   scraped_node s;
   auto channel = grpc::CreateChannel(s.node.address(), grpc::InsecureChannelCredentials());
   auto objects = v1::ObjectService::NewStub(channel);

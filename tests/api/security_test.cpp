@@ -223,7 +223,7 @@ TEST_CASE_FIXTURE(secured_fixture,
 
 TEST_CASE_FIXTURE(secured_fixture,
                   "security: every row of the role table: a role below the one needed is "
-                  "PERMISSION_DENIED naming it and changes nothing; one at or above passes") {
+                  "PERMISSION_DENIED naming it and changes nothing, one at or above passes") {
   const std::vector<std::pair<api::role, std::string>> callers = {
       {api::role::reader, "reader-token-0123456789"},
       {api::role::writer, "writer-token-0123456789"},
@@ -252,7 +252,7 @@ TEST_CASE_FIXTURE(secured_fixture,
 
 TEST_CASE_FIXTURE(secured_fixture,
                   "security: a request naming another tenant is PERMISSION_DENIED (admin "
-                  "excepted) and changes nothing; an empty tenant is the credential's") {
+                  "excepted) and changes nothing, an empty tenant is the credential's") {
   for (const auto& rpc : every_rpc()) {
     if (!rpc.has_tenant || rpc.needs == api::role::admin) continue;
     CAPTURE(rpc.name);
@@ -277,7 +277,7 @@ TEST_CASE_FIXTURE(secured_fixture,
 }
 
 TEST_CASE("security: the tokens file: CSV with comments, tokens of 16 characters or more, "
-          "known roles; a group- or world-readable file is refused") {
+          "known roles, a group- or world-readable file is refused") {
   auto parsed = api::parse_tokens(kTokens);
   REQUIRE(parsed.ok());
   REQUIRE(parsed->size() == 3);
@@ -301,7 +301,7 @@ TEST_CASE("security: the tokens file: CSV with comments, tokens of 16 characters
   CHECK(api::load_tokens_file(file.string()).ok());
 }
 
-TEST_CASE("security: a reload takes the new tokens; a malformed file keeps the old ones") {
+TEST_CASE("security: a reload takes the new tokens, a malformed file keeps the old ones") {
   temp_dir dir;
   auto file = private_file(dir.path() / "tokens.csv", "first-token-0123456789,a,t,reader\n");
   auto auth = api::authenticator::open(file.string());

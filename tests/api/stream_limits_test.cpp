@@ -177,7 +177,7 @@ TEST_CASE("limits: a Get that is never read holds a small chunk, and a reader st
   CHECK(largest_chunk == api::kGetChunkBytes);
 }
 
-TEST_CASE("limits: Get chunks above the first size come out of one budget (--get-buffer); past it a stream sends first-size chunks") {
+TEST_CASE("limits: Get chunks above the first size come out of one budget (--get-buffer), past it a stream sends first-size chunks") {
   api::stream_limit_options o;
   o.get_buffer_bytes = 3 * MiB;
   api::stream_limits limits{o};
@@ -250,7 +250,7 @@ TEST_CASE("limits: one tenant's puts in flight reserve at most --tenant-reserve-
   CHECK(f.put("alpha", "two", std::string(40 * MiB, 'a')).ok());  // its share is free again
 }
 
-TEST_CASE("limits: at most --max-puts-per-tenant Put streams of one tenant are open; another "
+TEST_CASE("limits: at most --max-puts-per-tenant Put streams of one tenant are open, another "
           "tenant still puts") {
   limits_fixture f({1024, 1024, std::chrono::milliseconds{30'000}, std::chrono::milliseconds{30'000}, 1});
   silent_put open(*f.objects, "acme", "big", 1 * MiB);

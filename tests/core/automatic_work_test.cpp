@@ -150,7 +150,7 @@ TEST_CASE("RemoveRevision: BUSY names every blocker, the operation and the lease
   CHECK(has(d.error().message(), "nearest expires"));
 }
 
-TEST_CASE("RemoveRevision: a lease still blocks after an automatic operation would give way; nothing is cancelled") {
+TEST_CASE("RemoveRevision: a lease still blocks after an automatic operation would give way, nothing is cancelled") {
   fold f;
   f.automatic_demotion();
   f.lease("inference-7");  // a reader came while the demotion runs

@@ -53,7 +53,7 @@ TEST_CASE("reads: ListRevisions without tenant and namespace lists default/defau
   CHECK(second->next_page_token.empty());
 }
 
-TEST_CASE("reads: a bad listing names its field; a hidden revision needs include_hidden") {
+TEST_CASE("reads: a bad listing names its field, a hidden revision needs include_hidden") {
   auto fold = fold_with({"a"});
   list_revisions q;
   q.limit = 1001;
@@ -69,7 +69,7 @@ TEST_CASE("reads: a bad listing names its field; a hidden revision needs include
   CHECK(get_revision_in(fold, get).ok());
 }
 
-TEST_CASE("reads: an operation of another tenant, or none, is NOT_FOUND; operation 0 is INVALID_ARGUMENT") {
+TEST_CASE("reads: an operation of another tenant, or none, is NOT_FOUND, operation 0 is INVALID_ARGUMENT") {
   auto fold = fold_with({"a"});
   CHECK(get_operation_in(fold, {7, ""}).ok());
   CHECK(get_operation_in(fold, {7, "default"}).ok());
@@ -78,7 +78,7 @@ TEST_CASE("reads: an operation of another tenant, or none, is NOT_FOUND; operati
   CHECK(get_operation_in(fold, {0, ""}).error().code() == errc::invalid_argument);
 }
 
-TEST_CASE("reads: a lineage with a revision but no claim has watermark 0; one without a revision is NOT_FOUND") {
+TEST_CASE("reads: a lineage with a revision but no claim has watermark 0, one without a revision is NOT_FOUND") {
   auto fold = fold_with({"a"});
   auto known = get_lineage_in(fold, {{"default", "default", "a", "main", 0}});
   REQUIRE(known.ok());

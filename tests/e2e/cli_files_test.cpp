@@ -72,7 +72,7 @@ struct with_revision {
 
 }  // namespace
 
-TEST_CASE("obj get FILE: a regular file is replaced through a temporary; nothing is left beside it") {
+TEST_CASE("obj get FILE: a regular file is replaced through a temporary, nothing is left beside it") {
   with_object s;
   auto out = s.dir.path() / "out.bin";
   write_file(out, "old contents");
@@ -85,7 +85,7 @@ TEST_CASE("obj get FILE: a regular file is replaced through a temporary; nothing
   CHECK_FALSE(fs::exists(out.string() + ".weightd-partial"));
 }
 
-TEST_CASE("obj get FILE: a symlink is followed; the link stays a link and its target gets the bytes") {
+TEST_CASE("obj get FILE: a symlink is followed, the link stays a link and its target gets the bytes") {
   with_object s;
   auto target = s.dir.path() / "real" / "weights.bin";
   write_file(target, "old");
@@ -277,7 +277,7 @@ void write_big_model(const fs::path& model) {
 
 }  // namespace
 
-TEST_CASE("SIGINT during import aborts it and removes its uploads; exit 130") {
+TEST_CASE("SIGINT during import aborts it and removes its uploads, exit 130") {
   temp_dir dir;
   running_daemon d{dir.path() / "var"};
   write_big_model(dir.path() / "model");

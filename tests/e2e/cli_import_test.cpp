@@ -137,7 +137,7 @@ TEST_CASE("import: a file name that is not UTF-8 is refused naming it with the b
   CHECK(has(refused, "UTF-8"));
 }
 
-TEST_CASE("import: --jobs outside 1..64 is refused naming the flag; 2 000 small files import in parallel") {
+TEST_CASE("import: --jobs outside 1..64 is refused naming the flag, 2 000 small files import in parallel") {
   temp_dir dir;
   for (int i = 0; i < 2000; ++i)
     write_file(dir.path() / "model" / ("f" + std::to_string(i) + ".bin"), pattern(1024, static_cast<unsigned>(i)));

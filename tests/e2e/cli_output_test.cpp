@@ -95,7 +95,7 @@ TEST_CASE("weightctl --json: ls prints one document for one and for several revi
   CHECK(objects["items"][0]["size"].is_number_unsigned());
 }
 
-TEST_CASE("weightctl --json: offline journal commands follow the same rules; history is a list") {
+TEST_CASE("weightctl --json: offline journal commands follow the same rules, history is a list") {
   temp_dir dir;
   {
     running_daemon d{dir.path() / "var"};
@@ -295,7 +295,7 @@ TEST_CASE("weightctl words: RPC hints become commands and flags, byte counts siz
   CHECK(api::format_bytes(1610612736) == "1.5 GiB");
 }
 
-TEST_CASE("weightctl durations take units; a bare number is refused naming the flag and the units") {
+TEST_CASE("weightctl durations take units, a bare number is refused naming the flag and the units") {
   CHECK(*api::parse_duration_ms("30s", "--ttl") == 30'000);
   CHECK(*api::parse_duration_ms("1m", "--ttl") == 60'000);
   CHECK(*api::parse_duration_ms("250ms", "--ttl") == 250);

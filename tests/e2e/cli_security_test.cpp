@@ -56,7 +56,7 @@ void make_certificates(const std::filesystem::path& dir) {
 }  // namespace
 
 TEST_CASE("cli security: two tenants side by side see only their own revisions, objects, leases "
-          "and events; the journal names who did what") {
+          "and events, the journal names who did what") {
   temp_dir dir;
   write_private(dir.path() / "tokens.csv", kTokens);
   write_file(dir.path() / "model" / "w.bin", pattern(5000, 1));
@@ -111,7 +111,7 @@ TEST_CASE("cli security: two tenants side by side see only their own revisions, 
             .exit_code == 16);
 }
 
-TEST_CASE("cli security: TLS and mutual TLS with weightctl; plaintext and a missing client "
+TEST_CASE("cli security: TLS and mutual TLS with weightctl, plaintext and a missing client "
           "certificate are refused") {
   temp_dir dir;
   make_certificates(dir.path());
@@ -137,7 +137,7 @@ TEST_CASE("cli security: TLS and mutual TLS with weightctl; plaintext and a miss
         69);  // no client certificate
 }
 
-TEST_CASE("cli security: SIGHUP re-reads the tokens file; a malformed one keeps the tokens in "
+TEST_CASE("cli security: SIGHUP re-reads the tokens file, a malformed one keeps the tokens in "
           "force and the log says why") {
   temp_dir dir;
   auto tokens = dir.path() / "tokens.csv";

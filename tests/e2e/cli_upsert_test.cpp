@@ -35,7 +35,7 @@ bool lineage_shows(const running_daemon& d, const std::string& id, const std::st
 }  // namespace
 
 TEST_CASE("cli upsert: a reader holding the base keeps reading it byte-identical while the next "
-          "generation commits; the base is deleted once the reader releases") {
+          "generation commits, the base is deleted once the reader releases") {
   temp_dir dir;
   auto v1_bytes = pattern(300'000, 1), v2_bytes = pattern(300'000, 2);
   write_file(dir.path() / "v1" / "model.safetensors", v1_bytes);
@@ -118,7 +118,7 @@ TEST_CASE("cli upsert: delete-first, --wait, and the errors with their exit code
 }
 
 TEST_CASE("cli upsert: kill -9 during the upload, restart, the same request id resumes the "
-          "claim; the journal verifies") {
+          "claim, the journal verifies") {
   // The kill must land while the target uploads: after its first payload, before
   // its last. A run that misses (the upload already finished) is tried again.
   for (int attempt = 1; attempt <= 3; ++attempt) {

@@ -132,7 +132,7 @@ v1::Envelope leadership(uint64_t seq, uint64_t epoch, const std::string& member)
 }
 }  // namespace
 
-TEST_CASE("evolve: leadership_taken raises the epoch and names the leader; later events carry it") {
+TEST_CASE("evolve: leadership_taken raises the epoch and names the leader, later events carry it") {
   store_state s;
   REQUIRE(evolve(s, put(1, "a", 100, v1::TIER_HOT)).ok());
   CHECK(s.epoch == 0);

@@ -281,7 +281,7 @@ JOURNAL_SPEC("a copied batch that is not the next seqs is refused whole, naming 
   CHECK(*copy.highest_seq() == 3);
 }
 
-JOURNAL_SPEC("a journal stamps its highest epoch on new envelopes and refuses a lower one, copied or not; a copy raises it only with its leadership_taken") {
+JOURNAL_SPEC("a journal stamps its highest epoch on new envelopes and refuses a lower one, copied or not, and a copy raises it only with its leadership_taken") {
   B store;
   auto& j = store.backend();
   std::vector<events::v1::Envelope> first{make_event("system", "a")};
@@ -323,7 +323,7 @@ JOURNAL_SPEC("a journal stamps its highest epoch on new envelopes and refuses a 
   }
 }
 
-JOURNAL_SPEC("truncate_after removes the tail past a seq, its stream entries and snapshots; the journal then takes the next seqs again, at the kept epoch") {
+JOURNAL_SPEC("truncate_after removes the tail past a seq, its stream entries and snapshots, and the journal then takes the next seqs again, at the kept epoch") {
   journal_spec<B> s;  // seqs 1..8: pid 1..5, other 1..3
   auto& j = s.j;
   REQUIRE(j.save_snapshot({"state", 4, 0, "at four"}).ok());

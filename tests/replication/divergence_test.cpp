@@ -91,7 +91,7 @@ TEST_CASE("divergence: a former leader that comes back sets its diverged tail as
   }
 }
 
-TEST_CASE("divergence: a crash between writing the set-aside file and truncating leaves the whole journal; doing it again writes the same file and truncates") {
+TEST_CASE("divergence: a crash between writing the set-aside file and truncating leaves the whole journal, doing it again writes the same file and truncates") {
   temp_dir dir;
   auto inner = std::make_shared<persistence::memory_journal>();
   persistence::faulty_journal journal{inner};

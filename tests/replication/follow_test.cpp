@@ -140,7 +140,7 @@ TEST_CASE("follow: a standby that was away resumes from its own journal and catc
   check_same_journal(leader_journal, *journal);
 }
 
-TEST_CASE("follow: with no leader to reach, a standby keeps trying and says why; stop() ends it at once") {
+TEST_CASE("follow: with no leader to reach, a standby keeps trying and says why, stop() ends it at once") {
   temp_dir dir;
   auto journal = open_journal(dir.path() / "standby");
   api::follower_options o;
