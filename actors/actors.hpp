@@ -95,6 +95,9 @@ using object_store_actor = caf::typed_actor<
     caf::reacts_to<abort_atom, uint64_t>,
     // Get: where to read an object's bytes, granting a short read lease.
     caf::replies_to<caf::get_atom, std::string, std::string>::with<read_grant>,
+    // The same for a standby's copy (SPEC §11 Bytes): not an access and no
+    // read lease (store/reads.cpp).
+    caf::replies_to<caf::get_atom, copy_atom, std::string, std::string>::with<read_grant>,
     // Stat: an object's metadata (no lease, no access).
     caf::replies_to<stat_atom, std::string, std::string>::with<object_info>,
     // Remove(tenant, key, force, principal).

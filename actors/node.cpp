@@ -79,6 +79,8 @@ result<std::unique_ptr<node>> node::start(caf::actor_system& sys, node_config co
   started.mutable_writer_started()->set_version(config.version);
   started.mutable_writer_started()->set_hostname(host_name());
   startup.push_back(std::move(started));
+  for (auto& e : cold_adoptions(recovered.objects, files, now, n->report_))
+    startup.push_back(std::move(e));
   for (auto& e : replica_corrections(recovered.objects, files,
                                      config.verify_checksums_on_start, now, n->report_))
     startup.push_back(std::move(e));

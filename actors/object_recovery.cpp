@@ -10,6 +10,18 @@ namespace weightd::actors {
 
 namespace v1 = events::v1;
 
+namespace {
+
+/// An event of `ref`'s stream at `now_ms`, its payload still to set.
+v1::Envelope replica_event(const events::object_ref& ref, int64_t now_ms) {
+  v1::Envelope e;
+  e.set_stream(events::object_stream(ref.tenant, ref.key));
+  e.set_timestamp_ms(now_ms);
+  return e;
+}
+
+}  // namespace
+
 std::vector<v1::Envelope> replica_corrections(const events::object_index& index,
                                               const tiers& files, bool checksums, int64_t now_ms,
                                               recovery_report& report) {
@@ -21,9 +33,7 @@ std::vector<v1::Envelope> replica_corrections(const events::object_index& index,
       if (check == persistence::replica_check::ok) continue;
       bool lost = check == persistence::replica_check::missing;
       ++(lost ? report.lost_replicas : report.corrupt_replicas);
-      v1::Envelope e;
-      e.set_stream(events::object_stream(ref.tenant, ref.key));
-      e.set_timestamp_ms(now_ms);
+      auto e = replica_event(ref, now_ms);
       auto* dropped = e.mutable_replica_dropped();
       dropped->set_tenant(ref.tenant);
       dropped->set_key(ref.key);
@@ -31,6 +41,27 @@ std::vector<v1::Envelope> replica_corrections(const events::object_index& index,
       dropped->set_reason(lost ? v1::REMOVAL_LOST : v1::REMOVAL_CORRUPT);
       out.push_back(std::move(e));
     }
+  }
+  return out;
+}
+
+std::vector<v1::Envelope> cold_adoptions(const events::object_index& index, const tiers& files,
+                                         int64_t now_ms, recovery_report& report) {
+  std::vector<v1::Envelope> out;
+  for (const auto& [ref, record] : index.objects) {
+    if (!record.hot || record.cold) continue;
+    if (files.hot->verify(ref, record.size, record.checksum, false) !=
+        persistence::replica_check::missing)
+      continue;
+    if (files.cold->verify(ref, record.size, record.checksum, true) != persistence::replica_check::ok)
+      continue;
+    ++report.adopted_replicas;
+    auto e = replica_event(ref, now_ms);
+    auto* added = e.mutable_replica_added();
+    added->set_tenant(ref.tenant);
+    added->set_key(ref.key);
+    added->set_tier(v1::TIER_COLD);
+    out.push_back(std::move(e));
   }
   return out;
 }

@@ -16,6 +16,7 @@ struct recovery_report {
   uint64_t lost_replicas = 0;     // file missing (e.g. tmpfs emptied by a reboot)
   uint64_t corrupt_replicas = 0;  // wrong size or checksum
   uint64_t orphan_files = 0;      // files no replica owns: crashed puts, copies, removals
+  uint64_t adopted_replicas = 0;  // COLD files taken in for a lost HOT replica (cold_adoptions)
   // What the start found (the recovered state itself goes to the actors).
   uint64_t applied_seq = 0, revisions = 0, objects = 0, hot_bytes = 0, cold_bytes = 0;
 };
@@ -25,6 +26,16 @@ struct recovery_report {
 /// The payload groups whose members the ReplicaDropped events among `events` touch.
 std::set<events::group_ref> damaged_groups_of(const events::object_index& index,
                                               const std::vector<events::v1::Envelope>& events);
+
+/// ReplicaAdded COLD for each object the index has HOT only whose HOT file
+/// is missing but whose COLD file holds its bytes (checked by checksum, as
+/// the journal never vouched for it): a promoted standby's copy that its
+/// HOT tier could not hold (replica_mirror.hpp), or a COLD replica whose
+/// drop was journaled but whose file a crash left. What would be LOST is
+/// then readable, and the observation repairs it back to HOT.
+std::vector<events::v1::Envelope> cold_adoptions(const events::object_index& index,
+                                                 const tiers& files, int64_t now_ms,
+                                                 recovery_report& report);
 
 std::vector<events::v1::Envelope> replica_corrections(const events::object_index& index,
                                                       const tiers& files, bool checksums,

@@ -30,6 +30,9 @@ object_store_actor spawn_object_store(caf::actor_system& sys, object_store_confi
         [=](caf::get_atom, std::string& tenant, std::string& key) {
           return get_object(self, tenant, key);
         },
+        [=](caf::get_atom, copy_atom, std::string& tenant, std::string& key) {
+          return get_object(self, tenant, key, true);
+        },
         [=](local_atom, std::string& tenant, std::vector<std::string>& keys) {
           return local_files(self, tenant, keys);
         },

@@ -4,7 +4,8 @@
 
 namespace weightd::actors::store {
 
-caf::result<read_grant> get_object(store_pointer self, std::string& tenant, std::string& key) {
+caf::result<read_grant> get_object(store_pointer self, std::string& tenant, std::string& key,
+                                   bool for_copy) {
   auto& st = self->state;
   auto found = lookup(st, tenant, key);
   if (!found) return to_error(found.error());
@@ -15,9 +16,11 @@ caf::result<read_grant> get_object(store_pointer self, std::string& tenant, std:
                                                       "lost); remove it and put it again"});
   bool hot = r->hot && !(st.busy.count(ref) && r->cold);  // a HOT drop may be in flight
   auto now = now_ms(self);
-  auto& lease = st.read_leases[ref];
-  lease = std::max(lease, now + st.config.read_lease.count());
-  st.last_access_ms[ref] = now;
+  if (!for_copy) {
+    auto& lease = st.read_leases[ref];
+    lease = std::max(lease, now + st.config.read_lease.count());
+    st.last_access_ms[ref] = now;
+  }
   read_grant grant;
   grant.info = info_of(st, *r, now);
   grant.tier = hot ? v1::TIER_HOT : v1::TIER_COLD;

@@ -94,7 +94,12 @@ caf::result<object_info> drop_replica(store_pointer self, std::string& tenant, s
                                       v1::Tier tier, v1::RemovalReason reason);
 
 // reads.cpp
-caf::result<read_grant> get_object(store_pointer self, std::string& tenant, std::string& key);
+/// `for_copy`: a standby's copy (SPEC §11 Bytes), which opens the file at
+/// once and reads it whole: not an access (LRU, promotions), and no read
+/// lease, so that it never holds up a user's remove or migration (a replica
+/// unlinked under it stays readable through its open file).
+caf::result<read_grant> get_object(store_pointer self, std::string& tenant, std::string& key,
+                                   bool for_copy = false);
 caf::result<std::vector<local_file>> local_files(store_pointer self, std::string& tenant,
                                                  std::vector<std::string>& keys);
 caf::result<object_info> stat_object(store_pointer self, std::string& tenant, std::string& key);

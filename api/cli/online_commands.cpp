@@ -380,8 +380,10 @@ int promote_standby(const online_options& o, bool force, std::ostream& out, std:
   auto promoted = c.promote(req);
   if (!promoted) return fail(err, promoted.error());
   // The standby restarts as the leader on its journal: wait until it serves.
+  // A fresh channel each time: the first one saw the standby's server go
+  // away and waits out gRPC's reconnect backoff (seconds) before it tries.
   for (int i = 0; i < 600; ++i) {
-    auto s = c.server_status();
+    auto s = client{o.connection}.server_status();
     if (s && s->role() == "leader") {
       if (o.json) out << to_json(*s) << "\n";
       else
@@ -415,6 +417,10 @@ int show_status(const online_options& o, std::ostream& out, std::ostream& err) {
                        s->following() ? std::string{"yes"}
                                       : "no" + (s->follow_error().empty() ? std::string{}
                                                                           : ": " + s->follow_error()));
+    out << fmt::format("replicas     {} of {} here, {} copied from the leader{}\n",
+                       s->mirror_held(), s->mirror_objects(), format_bytes(s->mirror_copied_bytes()),
+                       s->mirror_error().empty() ? std::string{}
+                                                 : " (last failure: " + s->mirror_error() + ")");
     return 0;
   }
   out << fmt::format("weightd {} at {} (leader, epoch {}, writer {})\n", s->version(),

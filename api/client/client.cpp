@@ -272,12 +272,19 @@ result<v1::ObjectInfo> client::put_bytes(v1::PutHeader header, const std::string
 
 result<v1::ObjectInfo> client::get(const std::string& tenant, const std::string& key,
                                    const std::function<status(const std::string&)>& sink) {
-  if (!setup_.ok()) return setup_;
-  grpc::ClientContext ctx;
-  prepare(ctx);
   v1::GetRequest req;
   req.set_tenant(tenant);
   req.set_key(key);
+  return get(std::move(req), sink);
+}
+
+result<v1::ObjectInfo> client::get(v1::GetRequest req,
+                                   const std::function<status(const std::string&)>& sink,
+                                   grpc::ClientContext* caller_ctx) {
+  if (!setup_.ok()) return setup_;
+  grpc::ClientContext own_ctx;
+  grpc::ClientContext& ctx = caller_ctx ? *caller_ctx : own_ctx;
+  prepare(ctx);
   auto reader = objects_->Get(&ctx, req);
   v1::GetResponse msg;
   v1::ObjectInfo info;

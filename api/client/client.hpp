@@ -93,6 +93,11 @@ class client {
   /// Streams an object into `sink` (called per chunk); returns its info.
   result<v1::ObjectInfo> get(const std::string& tenant, const std::string& key,
                              const std::function<status(const std::string&)>& sink);
+  /// The same for a whole request (a standby's copy sets for_replica), on
+  /// the caller's context when given (to cancel it from another thread).
+  result<v1::ObjectInfo> get(v1::GetRequest req,
+                             const std::function<status(const std::string&)>& sink,
+                             grpc::ClientContext* caller_ctx = nullptr);
   result<v1::ObjectInfo> stat(const std::string& tenant, const std::string& key);
   result<v1::ListObjectsResponse> list_objects(const v1::ListObjectsRequest& req);
   result<v1::RemoveResponse> remove_object(const v1::RemoveRequest& req);

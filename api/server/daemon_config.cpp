@@ -385,6 +385,15 @@ void add_daemon_options(CLI::App& app, daemon_config& c, const std::string& vers
                  "/s)")
       ->transform(rate)
       ->type_name("SIZE[/s]");
+  app.add_option("--mirror-rate", c.mirror_rate_bytes,
+                 "Bytes per second a standby copies its leader's replicas at, all copies "
+                 "together, e.g. 100MiB/s (0 = no limit, the default)")
+      ->transform(rate)
+      ->type_name("SIZE[/s]");
+  app.add_option("--mirror-parallelism", c.mirror_parallelism,
+                 "Objects a standby copies from its leader at once")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
   app.add_option("--migration-rate", c.migration_rate_bytes,
                  "Bytes per second one migration copies between the tiers, e.g. 200MiB/s, so "
                  "that a background migration leaves the disk to readers (0 = no limit, the "

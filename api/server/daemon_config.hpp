@@ -38,6 +38,10 @@ struct daemon_config {
   // (token file: the leader's admin token; CA: the leader's TLS CA).
   std::string follow;
   std::string follow_token_file, follow_tls_ca_file;
+  // A standby's copies of the replicas (SPEC §11 Bytes): objects at once,
+  // and bytes per second from the leader (0 = no limit).
+  unsigned mirror_parallelism = 4;
+  uint64_t mirror_rate_bytes = 0;
   std::string data_dir = "./var";
   std::string journal_dir;  // default: <data_dir>/journal
   std::string journal_sync = "sync";

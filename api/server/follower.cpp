@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "api/common/grpc_status.hpp"
@@ -68,6 +69,36 @@ bool follower::wait_for(uint64_t seq, std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mutex_);
   return changed_.wait_for(lock, timeout, [&] { return status_.durable_seq >= seq; });
 }
+
+void follower::listen(fold_listener listener) {
+  std::lock_guard lock(listener_mutex_);
+  listener_ = std::move(listener);
+}
+
+void follower::tell(const std::vector<events::object_ref>& touched, bool everything) {
+  std::lock_guard lock(listener_mutex_);
+  if (listener_ && (everything || !touched.empty())) listener_(touched, everything);
+}
+
+namespace {
+
+/// The object an event of an object stream is about.
+std::optional<events::object_ref> object_of(const events::v1::Envelope& e) {
+  switch (e.payload_case()) {
+    case events::v1::Envelope::kObjectPut:
+      return events::object_ref{e.object_put().tenant(), e.object_put().key()};
+    case events::v1::Envelope::kReplicaAdded:
+      return events::object_ref{e.replica_added().tenant(), e.replica_added().key()};
+    case events::v1::Envelope::kReplicaDropped:
+      return events::object_ref{e.replica_dropped().tenant(), e.replica_dropped().key()};
+    case events::v1::Envelope::kObjectRemoved:
+      return events::object_ref{e.object_removed().tenant(), e.object_removed().key()};
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
 
 void follower::run() {
   auto backoff = options_.min_backoff;
@@ -195,6 +226,10 @@ weightd::status follower::take(v1::FollowResponse& message) {
     status_.caught_up_at = std::chrono::steady_clock::now();
   changed_.notify_all();
   lock.unlock();  // only this thread changes state_: it reads it unlocked below
+  std::vector<events::object_ref> touched;
+  for (const auto& e : batch)
+    if (auto ref = object_of(e)) touched.push_back(std::move(*ref));
+  tell(touched, false);
   since_snapshot_ += batch.size();
   if (options_.snapshot_every && since_snapshot_ >= options_.snapshot_every) {
     since_snapshot_ = 0;
@@ -237,11 +272,14 @@ weightd::status follower::step_back(const v1::Divergence& divergence) {
     return stop_for_good("after setting its diverged tail aside the journal ends at seq " +
                          std::to_string(folded->applied_seq) + ", not " +
                          std::to_string(divergence.last_common_seq()));
-  std::lock_guard lock(mutex_);
-  state_ = std::move(*folded);
-  status_.durable_seq = state_.applied_seq;
-  status_.epoch = state_.epoch;
-  since_snapshot_ = 0;
+  {
+    std::lock_guard lock(mutex_);
+    state_ = std::move(*folded);
+    status_.durable_seq = state_.applied_seq;
+    status_.epoch = state_.epoch;
+    since_snapshot_ = 0;
+  }
+  tell({}, true);
   spdlog::warn("standby set its diverged tail aside events={} seqs={}..{} file={} "
                "last_common_seq={} leader_epoch={}; it follows from there",
                *stepped, divergence.last_common_seq() + 1, had.durable_seq,

@@ -24,10 +24,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "api/client/client.hpp"
 #include "events/state.hpp"
@@ -90,6 +92,14 @@ class follower {
   /// Waits until durable_seq >= seq (true), for at most `timeout`.
   bool wait_for(uint64_t seq, std::chrono::milliseconds timeout) const;
 
+  /// Told, on the follower's thread after each fold step, which objects the
+  /// step's events touched; `everything` after a diverged tail was set aside
+  /// (the fold was rebuilt). The replica mirror listens (replica_mirror.hpp).
+  /// Once listen(nullptr) returns, no call is under way.
+  using fold_listener =
+      std::function<void(const std::vector<events::object_ref>& touched, bool everything)>;
+  void listen(fold_listener listener);
+
  private:
   follower(std::shared_ptr<persistence::journal_backend> journal, follower_options options,
            events::store_state folded);
@@ -108,6 +118,10 @@ class follower {
   std::unique_ptr<v1::ReplicationService::Stub> stub_;
   uint64_t since_snapshot_ = 0;  // events appended since the last snapshot (thread only)
   bool stepped_back_ = false;    // the last stream ended in step_back: reconnect at once (thread only)
+
+  void tell(const std::vector<events::object_ref>& touched, bool everything);
+  std::mutex listener_mutex_;  // held while the listener is called
+  fold_listener listener_;
 
   mutable std::mutex mutex_;  // guards everything below
   mutable std::condition_variable changed_;

@@ -9,6 +9,8 @@
 
 #include "api/common/enum_names.hpp"
 #include "api/common/grpc_status.hpp"
+#include "api/server/follower.hpp"
+#include "api/server/replica_mirror.hpp"
 
 namespace weightd::api {
 
@@ -123,6 +125,10 @@ family_builder counter(std::string name, std::string help) {
   return {std::move(name), std::move(help), MetricType::Counter};
 }
 
+/// The node's figures, asked of its actors (below).
+std::vector<MetricFamily> node_families(caf::actor_system& sys, actors::node& node,
+                                        const std::string& version);
+
 }  // namespace
 
 rpc_metrics::rpc_metrics()
@@ -180,14 +186,23 @@ result<std::unique_ptr<metrics_server>> metrics_server::start(caf::actor_system&
                                                               std::shared_ptr<rpc_metrics> rpcs,
                                                               const std::string& listen,
                                                               std::string version) {
+  source from;
+  from.families = [&sys, &node, rpcs = std::move(rpcs), version = std::move(version)] {
+    auto families = rpcs->collect();
+    for (auto& f : node_families(sys, node, version)) families.push_back(std::move(f));
+    return families;
+  };
+  from.failure = [&sys, &node] { return node_failure(sys, node); };
+  return start(std::move(from), listen);
+}
+
+result<std::unique_ptr<metrics_server>> metrics_server::start(source from,
+                                                              const std::string& listen) {
   auto colon = listen.rfind(':');
   if (colon == std::string::npos)
     return status{errc::invalid_argument, "--http-listen must be host:port"};
   std::unique_ptr<metrics_server> m{new metrics_server};
-  m->sys_ = &sys;
-  m->node_ = &node;
-  m->rpcs_ = std::move(rpcs);
-  m->version_ = std::move(version);
+  m->source_ = std::move(from);
   m->http_ = std::make_unique<httplib::Server>();
   // httplib sets SO_REUSEPORT: a second daemon would bind the same port and
   // split the scrapes. One port, one daemon.
@@ -197,11 +212,12 @@ result<std::unique_ptr<metrics_server>> metrics_server::start(caf::actor_system&
   });
   auto* self = m.get();
   m->http_->Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
-    res.set_content(self->render(), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(prometheus::TextSerializer{}.Serialize(self->source_.families()),
+                    "text/plain; version=0.0.4; charset=utf-8");
   });
   m->http_->Get("/healthz", [self](const httplib::Request&, httplib::Response& res) {
     // 503 names what is wrong.
-    auto failure = node_failure(*self->sys_, *self->node_);
+    auto failure = self->source_.failure();
     res.status = failure.empty() ? 200 : 503;
     res.set_content(failure.empty() ? "ok\n" : failure + "\n", "text/plain");
   });
@@ -224,13 +240,13 @@ metrics_server::~metrics_server() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::string metrics_server::render() {
-  auto families = rpcs_->collect();
-  for (auto& f : node_families()) families.push_back(std::move(f));
-  return prometheus::TextSerializer{}.Serialize(families);
-}
+namespace {
 
-std::vector<MetricFamily> metrics_server::node_families() {
+std::vector<MetricFamily> node_families(caf::actor_system& sys, actors::node& node,
+                                        const std::string& version) {
+  auto* sys_ = &sys;
+  auto* node_ = &node;
+  const auto& version_ = version;
   std::vector<MetricFamily> out;
   auto add = [&](const family_builder& b) { out.push_back(b.family); };
   auto add_one = [&](family_builder b, double value) { add(b.sample(value)); };
@@ -312,6 +328,43 @@ std::vector<MetricFamily> metrics_server::node_families() {
                 ? static_cast<double>(now_ms - rs->oldest_running_operation_ms) / 1000.0
                 : 0.0);
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<MetricFamily> standby_families(const follower_status& following,
+                                           const mirror_status& mirror,
+                                           const std::string& version) {
+  std::vector<MetricFamily> out;
+  auto add = [&](const family_builder& b) { out.push_back(b.family); };
+  auto add_one = [&](family_builder b, double value) { add(b.sample(value)); };
+  add(gauge("weightd_build_info", "Always 1; the labels say which weightd and gRPC serve.")
+          .sample(1, {{"version", version}, {"grpc_version", grpc::Version()}}));
+  add_one(gauge("weightd_standby", "1 on a standby (SPEC §11), which serves reads only."), 1);
+  add_one(gauge("weightd_journal_seq", "Highest committed journal seq."), following.durable_seq);
+  add_one(gauge("weightd_standby_leader_seq", "The leader's journal seq as last heard."),
+          following.leader_seq);
+  add_one(gauge("weightd_standby_following", "1 while a stream from the leader is open."),
+          following.connected ? 1 : 0);
+  add_one(gauge("weightd_standby_lag_seconds",
+                "0 while the standby holds every event its leader told it of, else the time "
+                "since it last did."),
+          static_cast<double>(following.lag_ms(std::chrono::steady_clock::now())) / 1000.0);
+  auto objects = gauge("weightd_mirror_objects",
+                       "Objects of the standby's journal by whether their bytes are here.");
+  objects.sample(static_cast<double>(mirror.held), {{"state", "held"}});
+  objects.sample(static_cast<double>(mirror.pending), {{"state", "pending"}});
+  add(objects);
+  add_one(counter("weightd_mirror_copied_bytes_total",
+                  "Replica bytes the standby copied from its leader."),
+          static_cast<double>(mirror.copied_bytes));
+  add_one(counter("weightd_mirror_copied_objects_total",
+                  "Replicas the standby copied from its leader."),
+          static_cast<double>(mirror.copied_objects));
+  add_one(counter("weightd_mirror_failures_total",
+                  "Copies from the leader that failed and were tried again."),
+          static_cast<double>(mirror.failures));
   return out;
 }
 

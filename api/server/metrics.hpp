@@ -18,6 +18,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -30,6 +31,9 @@ class Server;
 }
 
 namespace weightd::api {
+
+struct follower_status;  // follower.hpp
+struct mirror_status;    // replica_mirror.hpp
 
 /// Requests by (rpc, code): a counter and a latency histogram in seconds.
 class rpc_metrics {
@@ -58,25 +62,34 @@ std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> metrics_i
 /// Blocks the calling thread up to 5 s (a round trip to the journal).
 std::string node_failure(caf::actor_system& sys, actors::node& node);
 
+/// What a standby's /metrics shows (SPEC §11): where its journal is
+/// against its leader's, and its copies of the replicas.
+std::vector<prometheus::MetricFamily> standby_families(const follower_status& following,
+                                                       const mirror_status& mirror,
+                                                       const std::string& version);
+
 /// /metrics and /healthz on their own port.
 class metrics_server {
  public:
+  /// What the pages show: the metric families, and what is wrong ("" =
+  /// healthy: /healthz answers 200).
+  struct source {
+    std::function<std::vector<prometheus::MetricFamily>()> families;
+    std::function<std::string()> failure;
+  };
+  /// A leader's: its RPCs and the node's figures.
   static result<std::unique_ptr<metrics_server>> start(caf::actor_system& sys, actors::node& node,
                                                        std::shared_ptr<rpc_metrics> rpcs,
                                                        const std::string& listen,
                                                        std::string version = "dev");
+  static result<std::unique_ptr<metrics_server>> start(source from, const std::string& listen);
   ~metrics_server();
   int port() const { return port_; }
 
  private:
   metrics_server() = default;
-  std::string render();
-  std::vector<prometheus::MetricFamily> node_families();
 
-  caf::actor_system* sys_ = nullptr;
-  actors::node* node_ = nullptr;
-  std::shared_ptr<rpc_metrics> rpcs_;
-  std::string version_;
+  source source_;
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;

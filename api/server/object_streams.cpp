@@ -199,29 +199,36 @@ class get_reactor final : public grpc::ServerWriteReactor<v1::GetResponse> {
       finish(allowed.error());
       return;
     }
+    if (req->for_replica() && !allowed->first.any_tenant()) {
+      finish({errc::permission_denied, "for_replica: a standby's copy needs the admin role"});
+      return;
+    }
     auto admitted = limits.admit(ctx->peer());
     if (!admitted) {
       finish(admitted.error());
       return;
     }
     slot_ = std::move(*admitted);
-    sys.spawn([this, store, timeout, tenant = allowed->second.tenant(), key = req->key()](
-                  caf::event_based_actor* self) {
-      self->request(store, timeout, caf::get_atom::value, tenant, key)
-          .then(
-              [this, self](actors::read_grant& grant) {
-                self->quit();
-                fd_ = ::open(grant.path.c_str(), O_RDONLY | O_CLOEXEC);
-                if (fd_ < 0)
-                  return finish({errc::not_found, "the replica of '" + grant.info.record.ref.key +
-                                                      "' vanished while being read; retry"});
-                to_proto(grant.info, msg_.mutable_info());
-                StartWrite(&msg_);
-              },
-              [this, self](caf::error& err) {
-                self->quit();
-                finish(actors::to_status(err));
-              });
+    sys.spawn([this, store, timeout, tenant = allowed->second.tenant(), key = req->key(),
+               copy = req->for_replica()](caf::event_based_actor* self) {
+      auto granted = [this, self](actors::read_grant& grant) {
+        self->quit();
+        fd_ = ::open(grant.path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd_ < 0)
+          return finish({errc::not_found, "the replica of '" + grant.info.record.ref.key +
+                                              "' vanished while being read; retry"});
+        to_proto(grant.info, msg_.mutable_info());
+        StartWrite(&msg_);
+      };
+      auto refused = [this, self](caf::error& err) {
+        self->quit();
+        finish(actors::to_status(err));
+      };
+      if (copy)
+        self->request(store, timeout, caf::get_atom::value, actors::copy_atom::value, tenant, key)
+            .then(granted, refused);
+      else
+        self->request(store, timeout, caf::get_atom::value, tenant, key).then(granted, refused);
     });
   }
   ~get_reactor() override {

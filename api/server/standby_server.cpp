@@ -19,9 +19,13 @@ namespace {
 
 class standby_admin final : public v1::AdminService::CallbackService {
  public:
-  standby_admin(const follower& standby, std::string leader, const server_options& o,
-                std::function<void()> promote)
-      : standby_(standby), leader_(std::move(leader)), options_(o), promote_(std::move(promote)) {}
+  standby_admin(const follower& standby, const replica_mirror& mirror, std::string leader,
+                const server_options& o, std::function<void()> promote)
+      : standby_(standby),
+        mirror_(mirror),
+        leader_(std::move(leader)),
+        options_(o),
+        promote_(std::move(promote)) {}
 
   ServerUnaryReactor* Status(CallbackServerContext* ctx, const v1::StatusRequest* req,
                              v1::StatusResponse* resp) override {
@@ -38,6 +42,12 @@ class standby_admin final : public v1::AdminService::CallbackService {
     resp->set_following(where.connected);
     resp->set_follow_error(where.failure.empty() ? where.last_error : where.failure);
     resp->set_lag_ms(where.lag_ms(std::chrono::steady_clock::now()));
+    auto copies = mirror_.status();
+    resp->set_mirror_objects(copies.held + copies.pending);
+    resp->set_mirror_held(copies.held);
+    resp->set_mirror_pending(copies.pending);
+    resp->set_mirror_copied_bytes(copies.copied_bytes);
+    resp->set_mirror_error(copies.last_error);
     auto* reactor = ctx->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
@@ -75,6 +85,7 @@ class standby_admin final : public v1::AdminService::CallbackService {
 
  private:
   const follower& standby_;
+  const replica_mirror& mirror_;
   std::string leader_;
   const server_options& options_;
   std::function<void()> promote_;
@@ -125,7 +136,7 @@ actors::journal_actor spawn_follower_position(caf::actor_system& sys, const foll
 }  // namespace
 
 struct standby_server::services {
-  services(caf::actor_system& sys, const follower& standby,
+  services(caf::actor_system& sys, const follower& standby, const replica_mirror& mirror,
            std::shared_ptr<const persistence::journal_backend> journal, const std::string& leader,
            server_options o, std::function<void()> promote)
       : options(std::move(o)),
@@ -135,7 +146,7 @@ struct standby_server::services {
         reads{standby, bridge, [this, &sys, journal] { return reader_of(sys, journal); }, limits,
               options.auth},
         weights(make_standby_weight_service(reads, leader)),
-        admin(standby, leader, options, std::move(promote)),
+        admin(standby, mirror, leader, options, std::move(promote)),
         others(leader) {}
   ~services() {
     std::lock_guard lock(reader_mutex);
@@ -161,7 +172,7 @@ struct standby_server::services {
 };
 
 result<std::unique_ptr<standby_server>> standby_server::start(
-    caf::actor_system& sys, const follower& standby,
+    caf::actor_system& sys, const follower& standby, const replica_mirror& mirror,
     std::shared_ptr<const persistence::journal_backend> journal, std::string leader,
     server_options options, std::function<void()> promote) {
   if (!options.auth) {
@@ -173,7 +184,7 @@ result<std::unique_ptr<standby_server>> standby_server::start(
   if (!credentials) return credentials.error();
   std::unique_ptr<standby_server> s{new standby_server};
   auto listen = options.listen;
-  s->services_ = std::make_unique<services>(sys, standby, std::move(journal), leader,
+  s->services_ = std::make_unique<services>(sys, standby, mirror, std::move(journal), leader,
                                            std::move(options), std::move(promote));
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, *credentials, &s->port_);

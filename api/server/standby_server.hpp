@@ -21,6 +21,7 @@
 #include "actors/actors.hpp"
 #include "api/server/call_bridge.hpp"
 #include "api/server/follower.hpp"
+#include "api/server/replica_mirror.hpp"
 #include "api/server/server.hpp"
 #include "api/server/stream_limits.hpp"
 
@@ -45,11 +46,12 @@ std::unique_ptr<grpc::Service> make_standby_weight_service(const standby_reads& 
 class standby_server {
  public:
   /// Serves `standby` on options.listen, its History and Watch from
-  /// `journal` through actors of `sys`; `promote` runs (on a gRPC thread,
-  /// quickly: it only asks) once a Promote is accepted. The actors it
-  /// spawned are gone once it is destroyed.
+  /// `journal` through actors of `sys`, its Status with `mirror`'s
+  /// progress; `promote` runs (on a gRPC thread, quickly: it only asks) once
+  /// a Promote is accepted. The actors it spawned are gone once it is
+  /// destroyed.
   static result<std::unique_ptr<standby_server>> start(
-      caf::actor_system& sys, const follower& standby,
+      caf::actor_system& sys, const follower& standby, const replica_mirror& mirror,
       std::shared_ptr<const persistence::journal_backend> journal, std::string leader,
       server_options options, std::function<void()> promote);
   ~standby_server();

@@ -22,6 +22,7 @@
 #include "actors/node.hpp"
 #include "api/server/daemon_config.hpp"
 #include "api/server/follower.hpp"
+#include "api/server/replica_mirror.hpp"
 #include "api/server/standby_server.hpp"
 #include "api/server/metrics.hpp"
 #include "api/server/server.hpp"
@@ -113,6 +114,24 @@ std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset
     spdlog::error("weightd cannot start as a standby error=\"{}\"", standby.error().to_string());
     return standby.error().code() == errc::invalid_argument ? api::kConfigErrorExit : 1;
   }
+  // The replicas' bytes, in the tiers the leader's startup will look at
+  // once this standby is promoted.
+  api::mirror_options copying;
+  copying.leader = options.leader;
+  copying.parallelism = config.mirror_parallelism;
+  copying.rate_bytes = config.mirror_rate_bytes;
+  copying.checksums = config.verify_on_start == "checksum";
+  actors::tiers files{
+      std::make_shared<persistence::tier_store>(persistence::tier_options{
+          events::v1::TIER_HOT, config.hot_path(), config.hot_capacity_bytes, false}),
+      std::make_shared<persistence::tier_store>(persistence::tier_options{
+          events::v1::TIER_COLD, config.cold_path(), config.cold_capacity_bytes, true})};
+  auto mirror = api::replica_mirror::start(**standby, files, copying);
+  if (!mirror) {
+    spdlog::error("weightd cannot start as a standby error=\"{}\"; check --hot-dir and "
+                  "--cold-dir", mirror.error().to_string());
+    return 1;
+  }
   // History and Watch read the journal through the leader's journal reader:
   // a small actor system of the standby's own, gone before a promotion
   // starts the leader's.
@@ -121,11 +140,24 @@ std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset
   cfg.set("scheduler.max-threads", size_t{2});
   cfg.set("scheduler.policy", caf::atom("sharing"));  // idle workers sleep, as the leader's
   caf::actor_system sys{cfg};
-  auto server = api::standby_server::start(sys, **standby, backend, config.follow, serving,
-                                           [] { ::kill(::getpid(), SIGUSR2); });
+  auto server = api::standby_server::start(sys, **standby, **mirror, backend, config.follow,
+                                           serving, [] { ::kill(::getpid(), SIGUSR2); });
   if (!server) {
     spdlog::error("weightd cannot serve error=\"{}\"", server.error().to_string());
     return server.error().code() == errc::invalid_argument ? api::kConfigErrorExit : 1;
+  }
+  api::metrics_server::source figures;
+  figures.families = [&] {
+    return api::standby_families((*standby)->status(), (*mirror)->status(), WEIGHTD_VERSION);
+  };
+  figures.failure = [&]() -> std::string {
+    auto failure = (*standby)->status().failure;
+    return failure.empty() ? "" : "the standby stopped following: " + failure;
+  };
+  auto metrics = api::metrics_server::start(std::move(figures), config.http_listen);
+  if (!metrics) {
+    spdlog::error("weightd cannot serve metrics error=\"{}\"", metrics.error().to_string());
+    return 1;
   }
   spdlog::info("weightd standby ready version={} listen={} leader={} journal={} journal_seq={} "
                "epoch={}", WEIGHTD_VERSION, config.listen, config.follow, journal.dir.string(),
@@ -141,6 +173,8 @@ std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset
   (*server)->shutdown(kShutdownDrain);  // a Promote's answer goes out first
   server->reset();
   sys.await_all_actors_done();  // the journal reader let go of the journal
+  metrics->reset();
+  (*mirror)->stop();  // copies in flight are cut short; their temp files go
   (*standby)->stop();
   if (signal != SIGUSR2) {
     sd_notify(0, "STOPPING=1");
@@ -151,6 +185,7 @@ std::optional<int> run_standby(const weightd::api::daemon_config& config, sigset
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
   auto epoch = api::take_leadership(*backend, config.listen, config.listen, now_ms);
+  mirror->reset();
   standby->reset();
   if (epoch && backend.use_count() != 1) {  // a bug: two LMDB environments on one file corrupt it
     spdlog::critical("promotion: the standby's journal is still open elsewhere; weightd stops. "

@@ -204,7 +204,7 @@ std::string mismatch(const step& s, const std::string& output, const addresses& 
 
 bool read_only(const std::string& command) {
   static const std::regex r{
-      R"(^(weightctl (ls|status|show|history|journal verify|op ls|op show|obj ls|lease ls|reconcile --dry-run)( |$)|curl ))"};
+      R"(^(weightctl (--address \S+ )?(ls|status|show|history|journal verify|op ls|op show|obj ls|lease ls|reconcile --dry-run)( |$)|curl ))"};
   return std::regex_search(command, r);
 }
 
