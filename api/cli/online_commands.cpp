@@ -430,6 +430,12 @@ int show_status(const online_options& o, std::ostream& out, std::ostream& err) {
   out << fmt::format("HOT          {} used, {} reserved of {}\n", format_bytes(s->hot().used_bytes()),
                      format_bytes(s->hot().reserved_bytes()), format_bytes(s->hot().capacity_bytes()));
   out << fmt::format("COLD         {} used\n", format_bytes(s->cold().used_bytes()));
+  for (const auto& standby : s->standbys())  // SPEC §11: who follows, how far
+    out << fmt::format("standby      {} at seq {}, bytes to seq {}\n", standby.member(),
+                       standby.durable_seq(), standby.mirrored_seq());
+  if (s->sync_standbys() > 0)
+    out << fmt::format("sync         a write waits for {} standby{}\n", s->sync_standbys(),
+                       s->sync_standbys() == 1 ? "" : "s");
   for (const auto& [op, n] : s->guard_skips()) out << fmt::format("guard skips  {} {}\n", op, n);
   return 0;
 }

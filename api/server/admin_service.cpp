@@ -27,6 +27,15 @@ class admin_service final : public v1::AdminService::CallbackService {
     resp->set_version(options_.version);
     resp->set_writer_id(node_.writer_id());
     resp->set_role("leader");
+    if (options_.sync) {  // SPEC §11: its standbys, and how many a write waits for
+      resp->set_sync_standbys(options_.sync->required());
+      for (const auto& s : options_.sync->standbys()) {
+        auto* out = resp->add_standbys();
+        out->set_member(s.member);
+        out->set_durable_seq(s.durable_seq);
+        out->set_mirrored_seq(s.mirrored_seq);
+      }
+    }
     if (auto journal = node_.backend())
       if (auto epoch = journal->highest_epoch(); epoch.ok()) resp->set_epoch(*epoch);
     auto journal = node_.journal();

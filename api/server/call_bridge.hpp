@@ -77,6 +77,28 @@ class call_bridge {
     return reactor;
   }
 
+  /// Holds an OK write's answer until `finish` may be called with it (the
+  /// sync gate: SPEC §11 Acknowledgement); null: answered at once.
+  using acknowledger = std::function<void(std::function<void(const status&)> finish)>;
+
+  /// As call(), for a write: an OK reply is answered through `acknowledge`.
+  template <class Reply, class Handle, class Fill, class... Ts>
+  grpc::ServerUnaryReactor* call_write(grpc::CallbackServerContext* ctx, acknowledger acknowledge,
+                                       Handle handle, Fill fill, Ts... xs) {
+    if (!acknowledge) return call<Reply>(ctx, std::move(handle), std::move(fill), std::move(xs)...);
+    auto* reactor = ctx->DefaultReactor();
+    std::function<void(const status&)> finish = [reactor, ctx](const status& st) {
+      reactor->Finish(st.ok() ? grpc::Status::OK : to_grpc(ctx, st));
+    };
+    post<Reply>(
+        [finish, acknowledge](const status& st) {
+          if (st.ok()) acknowledge(finish);
+          else finish(st);
+        },
+        std::move(handle), std::move(fill), std::move(xs)...);
+    return reactor;
+  }
+
   /// The same without gRPC: `done(status)` ends the call (tests use it).
   template <class Reply, class Handle, class Fill, class... Ts>
   void post(std::function<void(const status&)> done, Handle handle, Fill fill, Ts... xs) {

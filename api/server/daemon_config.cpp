@@ -390,6 +390,14 @@ void add_daemon_options(CLI::App& app, daemon_config& c, const std::string& vers
                  "together, e.g. 100MiB/s (0 = no limit, the default)")
       ->transform(rate)
       ->type_name("SIZE[/s]");
+  app.add_option("--sync-standbys", c.sync_standbys,
+                 "Standbys that must hold a write (a commit: its bytes too) before the leader "
+                 "answers it (SPEC §11; 0 = answer once it is durable here)")
+      ->check(CLI::Range(0u, 16u))
+      ->capture_default_str();
+  add_duration(app, "--sync-timeout", c.sync_timeout, milliseconds{1}, kDay,
+               "How long a write waits for --sync-standbys standbys before it answers "
+               "UNAVAILABLE (it is durable on the leader; a retry is answered from it)");
   app.add_option("--mirror-parallelism", c.mirror_parallelism,
                  "Objects a standby copies from its leader at once")
       ->check(CLI::Range(1u, 64u))

@@ -42,6 +42,10 @@ struct daemon_config {
   // and bytes per second from the leader (0 = no limit).
   unsigned mirror_parallelism = 4;
   uint64_t mirror_rate_bytes = 0;
+  // A leader's acknowledgement (SPEC §11): standbys that must hold a write
+  // before it is answered, and how long it waits for them.
+  unsigned sync_standbys = 0;
+  milliseconds sync_timeout{5'000};
   std::string data_dir = "./var";
   std::string journal_dir;  // default: <data_dir>/journal
   std::string journal_sync = "sync";

@@ -75,9 +75,25 @@ void follower::listen(fold_listener listener) {
   listener_ = std::move(listener);
 }
 
-void follower::tell(const std::vector<events::object_ref>& touched, bool everything) {
+void follower::tell(const fold_step& step) {
   std::lock_guard lock(listener_mutex_);
-  if (listener_ && (everything || !touched.empty())) listener_(touched, everything);
+  if (listener_) listener_(step);
+}
+
+void follower::mirrored(uint64_t seq) {
+  auto had = mirrored_seq_.load();
+  while (had < seq && !mirrored_seq_.compare_exchange_weak(had, seq)) {
+  }
+  if (had < seq) acknowledge();
+}
+
+bool follower::acknowledge() {
+  std::lock_guard lock(write_mutex_);
+  if (!writer_) return false;
+  v1::FollowRequest ack;
+  ack.set_durable_seq(status().durable_seq);
+  ack.set_mirrored_seq(mirrored_seq_.load());
+  return writer_->Write(ack);
 }
 
 namespace {
@@ -148,6 +164,7 @@ weightd::status follower::follow_once() {
   hello.set_schema_version(events::kSchemaVersion);
   for (const auto& type : events::all_event_type_names()) hello.add_event_types(type);
   hello.set_member(options_.member);
+  hello.set_mirrored_seq(mirrored_seq_.load());
   auto stream = stub_->Follow(&ctx);
   v1::FollowResponse message;
   weightd::status ended;
@@ -182,12 +199,16 @@ weightd::status follower::follow_once() {
       }
       spdlog::info("standby follows leader={} from_seq={} leader_seq={}", options_.leader.address,
                    hello.durable_seq() + 1, message.leader_seq());
+      {
+        std::lock_guard lock(write_mutex_);
+        writer_ = stream.get();  // the mirror acknowledges on it too
+      }
       while (ended.ok() && stream->Read(&message)) {
         ended = take(message);
-        v1::FollowRequest ack;
-        ack.set_durable_seq(status().durable_seq);
-        if (ended.ok() && !stream->Write(ack)) break;
+        if (ended.ok() && !acknowledge()) break;
       }
+      std::lock_guard lock(write_mutex_);
+      writer_ = nullptr;
     }
   }
   if (!ended.ok()) ctx.TryCancel();
@@ -226,10 +247,14 @@ weightd::status follower::take(v1::FollowResponse& message) {
     status_.caught_up_at = std::chrono::steady_clock::now();
   changed_.notify_all();
   lock.unlock();  // only this thread changes state_: it reads it unlocked below
-  std::vector<events::object_ref> touched;
+  fold_step step;
   for (const auto& e : batch)
-    if (auto ref = object_of(e)) touched.push_back(std::move(*ref));
-  tell(touched, false);
+    if (auto ref = object_of(e)) step.touched.push_back(std::move(*ref));
+  if (!batch.empty()) {
+    step.from_seq = batch.front().global_seq();
+    step.to_seq = batch.back().global_seq();
+    tell(step);
+  }
   since_snapshot_ += batch.size();
   if (options_.snapshot_every && since_snapshot_ >= options_.snapshot_every) {
     since_snapshot_ = 0;
@@ -279,7 +304,12 @@ weightd::status follower::step_back(const v1::Divergence& divergence) {
     status_.epoch = state_.epoch;
     since_snapshot_ = 0;
   }
-  tell({}, true);
+  if (mirrored_seq_.load() > divergence.last_common_seq())
+    mirrored_seq_ = divergence.last_common_seq();  // the mirror says again what it holds
+  fold_step everything;
+  everything.everything = true;
+  everything.to_seq = divergence.last_common_seq();
+  tell(everything);
   spdlog::warn("standby set its diverged tail aside events={} seqs={}..{} file={} "
                "last_common_seq={} leader_epoch={}; it follows from there",
                *stepped, divergence.last_common_seq() + 1, had.durable_seq,

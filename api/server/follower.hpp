@@ -21,6 +21,7 @@
 // leader's snapshotter does, so that a restart or a promotion folds little.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -92,13 +93,23 @@ class follower {
   /// Waits until durable_seq >= seq (true), for at most `timeout`.
   bool wait_for(uint64_t seq, std::chrono::milliseconds timeout) const;
 
-  /// Told, on the follower's thread after each fold step, which objects the
-  /// step's events touched; `everything` after a diverged tail was set aside
-  /// (the fold was rebuilt). The replica mirror listens (replica_mirror.hpp).
-  /// Once listen(nullptr) returns, no call is under way.
-  using fold_listener =
-      std::function<void(const std::vector<events::object_ref>& touched, bool everything)>;
+  /// A fold step, as its listener hears it: the seqs it folded (from..to)
+  /// and the objects their events touched; `everything` after a diverged
+  /// tail was set aside (the fold was rebuilt: every object may have changed).
+  struct fold_step {
+    std::vector<events::object_ref> touched;
+    bool everything = false;
+    uint64_t from_seq = 0, to_seq = 0;
+  };
+  /// Called on the follower's thread after each fold step. The replica
+  /// mirror listens (replica_mirror.hpp). Once listen(nullptr) returns, no
+  /// call is under way.
+  using fold_listener = std::function<void(const fold_step& step)>;
   void listen(fold_listener listener);
+  /// The mirror's word (SPEC §11 Bytes): every object event up to `seq` has
+  /// its bytes here. Reported to the leader at once (its --sync-standbys
+  /// counts it) and with every later acknowledgement.
+  void mirrored(uint64_t seq);
 
  private:
   follower(std::shared_ptr<persistence::journal_backend> journal, follower_options options,
@@ -119,9 +130,15 @@ class follower {
   uint64_t since_snapshot_ = 0;  // events appended since the last snapshot (thread only)
   bool stepped_back_ = false;    // the last stream ended in step_back: reconnect at once (thread only)
 
-  void tell(const std::vector<events::object_ref>& touched, bool everything);
+  void tell(const fold_step& step);
+  /// Tells the leader the durable and mirrored seqs on the open stream
+  /// (false: it is gone). The follower's thread and the mirror's both send.
+  bool acknowledge();
   std::mutex listener_mutex_;  // held while the listener is called
   fold_listener listener_;
+  std::atomic<uint64_t> mirrored_seq_{0};
+  std::mutex write_mutex_;  // one writer on the stream at a time; before mutex_
+  grpc::ClientReaderWriter<v1::FollowRequest, v1::FollowResponse>* writer_ = nullptr;
 
   mutable std::mutex mutex_;  // guards everything below
   mutable std::condition_variable changed_;

@@ -17,11 +17,11 @@ class object_service final : public v1::ObjectService::CallbackService {
   object_service(caf::actor_system& sys, call_bridge& bridge, actors::node& node, server_options o,
                  stream_limits& limits)
       : sys_(sys), bridge_(bridge), store_(node.objects()), timeout_(o.timeout), limits_(limits),
-        auth_(o.auth) {}
+        auth_(o.auth), acknowledge_(write_acknowledger(o.sync, node, false)) {}
 
   grpc::ServerReadReactor<v1::PutRequest>* Put(CallbackServerContext* ctx,
                                                v1::PutResponse* resp) override {
-    return start_put(sys_, store_, timeout_, limits_, *auth_, ctx, resp);
+    return start_put(sys_, store_, timeout_, limits_, *auth_, acknowledge_, ctx, resp);
   }
   grpc::ServerWriteReactor<v1::GetResponse>* Get(CallbackServerContext* ctx,
                                                  const v1::GetRequest* req) override {
@@ -41,8 +41,8 @@ class object_service final : public v1::ObjectService::CallbackService {
     auto admitted = admit(*auth_, ctx, *req_in);
     if (!admitted) return reject(ctx, admitted.error());
     const auto* req = &admitted->second;
-    return bridge_.call<actors::object_info>(
-        ctx, store_,
+    return bridge_.call_write<actors::object_info>(
+        ctx, acknowledge_, store_,
         [resp](actors::object_info& i) { to_proto(i, resp->mutable_object()); },
         actors::remove_atom::value, req->tenant(), req->key(), req->force(),
         admitted->first.principal);
@@ -53,8 +53,8 @@ class object_service final : public v1::ObjectService::CallbackService {
     if (!admitted) return reject(ctx, admitted.error());
     const auto* req = &admitted->second;
     std::vector<std::string> keys(req->keys().begin(), req->keys().end());
-    return bridge_.call<actors::batch_removal>(
-        ctx, store_,
+    return bridge_.call_write<actors::batch_removal>(
+        ctx, acknowledge_, store_,
         [resp](actors::batch_removal& b) {
           for (const auto& r : b.results) {
             auto* out = resp->add_results();
@@ -71,8 +71,8 @@ class object_service final : public v1::ObjectService::CallbackService {
     auto admitted = admit(*auth_, ctx, *req_in);
     if (!admitted) return reject(ctx, admitted.error());
     const auto* req = &admitted->second;
-    return bridge_.call<actors::removal_summary>(
-        ctx, store_,
+    return bridge_.call_write<actors::removal_summary>(
+        ctx, acknowledge_, store_,
         [resp](actors::removal_summary& s) {
           for (const auto& k : s.removed_keys) resp->add_removed_keys(k);
           resp->set_skipped_managed(s.skipped_managed);
@@ -120,6 +120,7 @@ class object_service final : public v1::ObjectService::CallbackService {
   std::chrono::seconds timeout_;
   stream_limits& limits_;
   std::shared_ptr<authenticator> auth_;
+  call_bridge::acknowledger acknowledge_;  // SPEC §11 Acknowledgement; null: at once
 };
 
 }  // namespace

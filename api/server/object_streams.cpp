@@ -24,10 +24,11 @@ namespace {
 class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
  public:
   put_reactor(caf::actor_system& sys, actors::object_store_actor store, std::chrono::seconds timeout,
-              stream_limits& limits, const authenticator& auth, CallbackServerContext* ctx,
+              stream_limits& limits, const authenticator& auth,
+              call_bridge::acknowledger acknowledge, CallbackServerContext* ctx,
               v1::PutResponse* resp)
       : sys_(sys), store_(store), timeout_(timeout), ctx_(ctx), resp_(resp), auth_(auth),
-        limits_(limits), watch_(limits.watch_put()) {
+        limits_(limits), acknowledge_(std::move(acknowledge)), watch_(limits.watch_put()) {
     auto watch = watch_;
     std::lock_guard<std::recursive_mutex> lock(watch->lock);
     auto admitted = limits.admit(ctx->peer());
@@ -134,7 +135,11 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
                 std::lock_guard<std::recursive_mutex> lock(watch->lock);
                 if (watch->finished) return;  // the call ended meanwhile (cancel, shutdown)
                 to_proto(info, resp_->mutable_object());
-                finish({});
+                if (!acknowledge_) return finish({});
+                acknowledge_([this, watch](const status& st) {  // SPEC §11: the standbys hold it
+                  std::lock_guard<std::recursive_mutex> lock(watch->lock);
+                  if (!watch->finished) finish(st);
+                });
               },
               [this, self, watch](caf::error& err) {
                 self->quit();
@@ -171,6 +176,7 @@ class put_reactor final : public grpc::ServerReadReactor<v1::PutRequest> {
   v1::PutResponse* resp_;
   const authenticator& auth_;
   stream_limits& limits_;
+  call_bridge::acknowledger acknowledge_;  // null: answered at once
   std::shared_ptr<put_watch> watch_;
   stream_limits::slot slot_;
   stream_limits::slot tenant_slot_;  // this tenant's place (--max-puts-per-tenant)
@@ -280,9 +286,10 @@ grpc::ServerReadReactor<v1::PutRequest>* start_put(caf::actor_system& sys,
                                                    std::chrono::seconds timeout,
                                                    stream_limits& limits,
                                                    const authenticator& auth,
+                                                   call_bridge::acknowledger acknowledge,
                                                    CallbackServerContext* ctx,
                                                    v1::PutResponse* resp) {
-  return new put_reactor(sys, store, timeout, limits, auth, ctx, resp);
+  return new put_reactor(sys, store, timeout, limits, auth, std::move(acknowledge), ctx, resp);
 }
 
 grpc::ServerWriteReactor<v1::GetResponse>* start_get(caf::actor_system& sys,

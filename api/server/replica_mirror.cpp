@@ -46,10 +46,11 @@ result<std::unique_ptr<replica_mirror>> replica_mirror::start(follower& standby,
   m->remove_unowned_files();
   // Listen first, then queue the whole fold: an object folded in between is
   // queued twice, never missed.
-  standby.listen([self = m.get()](const std::vector<object_ref>& refs, bool everything) {
-    self->touched(refs, everything);
-  });
-  m->touched({}, true);
+  standby.listen([self = m.get()](const follower::fold_step& step) { self->touched(step); });
+  follower::fold_step all;
+  all.everything = true;
+  all.to_seq = standby.status().durable_seq;
+  m->touched(all);
   for (unsigned i = 0; i < std::max(1u, m->options_.parallelism); ++i)
     m->workers_.emplace_back([self = m.get()] { self->work(); });
   return m;
@@ -103,7 +104,8 @@ void replica_mirror::remove_unowned_files() {
   if (removed) spdlog::info("standby removed files no object owns files={}", removed);
 }
 
-void replica_mirror::queue(const object_ref& ref) {
+void replica_mirror::queue(const object_ref& ref, uint64_t since) {
+  if (since_.emplace(ref, since).second) since_seqs_.insert(since);
   for (auto it = retry_at_.begin(); it != retry_at_.end(); ++it)
     if (it->second == ref) {  // touched again: try now
       retry_at_.erase(it);
@@ -114,14 +116,34 @@ void replica_mirror::queue(const object_ref& ref) {
   wake_.notify_all();  // a pacing worker waits on it too
 }
 
-void replica_mirror::touched(const std::vector<object_ref>& refs, bool everything) {
+void replica_mirror::touched(const follower::fold_step& step) {
   std::vector<object_ref> all;
-  if (everything) all = standby_.read(refs_of);  // the fold's lock, not this one's
-  std::lock_guard lock(mutex_);
-  for (const auto& ref : refs) queue(ref);
-  if (!everything) return;
-  for (const auto& ref : all) queue(ref);
-  for (const auto& [ref, k] : known_) queue(ref);  // files of objects the fold no longer has
+  if (step.everything) all = standby_.read(refs_of);  // the fold's lock, not this one's
+  {
+    std::lock_guard lock(mutex_);
+    folded_seq_ = step.to_seq;
+    if (step.everything) reported_seq_ = std::min(reported_seq_, step.to_seq);
+    for (const auto& ref : step.touched) queue(ref, step.from_seq);
+    for (const auto& ref : all) queue(ref, 1);  // held since when? not known: from the start
+    if (step.everything)
+      for (const auto& [ref, k] : known_) queue(ref, 1);  // files of objects the fold lost
+  }
+  report();
+}
+
+uint64_t replica_mirror::mirrored_seq() const {
+  return since_seqs_.empty() ? folded_seq_ : std::min(folded_seq_, *since_seqs_.begin() - 1);
+}
+
+void replica_mirror::report() {
+  uint64_t seq;
+  {
+    std::lock_guard lock(mutex_);
+    seq = mirrored_seq();
+    if (seq <= reported_seq_) return;
+    reported_seq_ = seq;
+  }
+  standby_.mirrored(seq);
 }
 
 void replica_mirror::work() {
@@ -137,7 +159,7 @@ void replica_mirror::work() {
     if (queue_.empty()) {  // a retry is due
       auto ref = retry_at_.begin()->second;
       retry_at_.erase(retry_at_.begin());
-      queue(ref);
+      queue(ref, 1);  // its since_ stays as it was
     }
     auto ref = queue_.front();
     queue_.pop_front();
@@ -152,6 +174,11 @@ void replica_mirror::work() {
     busy_.erase(ref);
     if (outcome.ok()) {
       backoff_.erase(ref);
+      if (!dirty_.count(ref) && !queued_.count(ref))  // not touched again meanwhile
+        if (auto it = since_.find(ref); it != since_.end()) {
+          since_seqs_.erase(since_seqs_.find(it->second));
+          since_.erase(it);
+        }
     } else if (!stopping_) {
       ++counts_.failures;
       if (counts_.last_error != outcome.to_string())
@@ -162,7 +189,10 @@ void replica_mirror::work() {
       wait = wait.count() ? std::min(options_.max_retry, wait * 2) : options_.min_retry;
       retry_at_.emplace(std::chrono::steady_clock::now() + wait, ref);
     }
-    if (dirty_.erase(ref)) queue(ref);
+    if (dirty_.erase(ref)) queue(ref, 1);  // its since_ stays as it was
+    lock.unlock();
+    report();
+    lock.lock();
   }
 }
 

@@ -17,6 +17,9 @@
 //   2. the follower tells it which objects each folded batch touched
 //      (follower::listen), and it queues them; after a diverged tail was set
 //      aside it queues everything again;
+//   2b. it tells the follower how far every object event has its bytes here
+//      (follower::mirrored: the seq before the oldest batch with an object
+//      still to copy), which the leader's --sync-standbys counts;
 //   3. `parallelism` workers take objects from the queue, one worker per
 //      object at a time; each compares the fold's record with the files it
 //      knows (a file it did not write in this run is checked once, by
@@ -101,8 +104,12 @@ class replica_mirror {
 
   replica_mirror(follower& standby, actors::tiers files, mirror_options options);
   void remove_unowned_files();
-  void queue(const events::object_ref& ref);  // under mutex_
-  void touched(const std::vector<events::object_ref>& refs, bool everything);
+  void queue(const events::object_ref& ref, uint64_t since);  // under mutex_
+  void touched(const follower::fold_step& step);
+  /// Every object event up to it has its bytes here (under mutex_).
+  uint64_t mirrored_seq() const;
+  /// Tells the follower when mirrored_seq() moved (not under mutex_).
+  void report();
   void work();
   /// Makes the files of `ref` match the fold's record.
   weightd::status reconcile(const events::object_ref& ref);
@@ -131,6 +138,12 @@ class replica_mirror {
   std::map<events::object_ref, std::chrono::milliseconds> backoff_;
   std::map<events::object_ref, known> known_;
   std::set<events::object_ref> held_;  // objects whose files matched the fold when last reconciled
+  // The first seq each object to copy was touched at (a batch's first: its
+  // events up to then may be the object's), and those seqs, for the least.
+  std::map<events::object_ref, uint64_t> since_;
+  std::multiset<uint64_t> since_seqs_;
+  uint64_t folded_seq_ = 0;    // the last seq the follower told of
+  uint64_t reported_seq_ = 0;  // the last mirrored_seq() told to the follower
   uint64_t hot_bytes_ = 0;             // sizes of the HOT files in known_
   std::set<grpc::ClientContext*> in_flight_;
   std::chrono::steady_clock::time_point next_free_{};  // the pacer's

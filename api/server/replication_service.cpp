@@ -10,11 +10,13 @@
 // --watch-stall-timeout is ended (it reconnects and resumes from its journal).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "api/server/service_support.hpp"
 #include "api/server/services.hpp"
 #include "api/server/streams.hpp"
+#include "api/server/sync_gate.hpp"
 #include "api/weightd.grpc.pb.h"
 #include "events/upcast.hpp"
 
@@ -27,11 +29,12 @@ using follow_reactor_base = grpc::ServerBidiReactor<v1::FollowRequest, v1::Follo
 class follow_reactor final : public follow_reactor_base {
  public:
   follow_reactor(actors::node& node, stream_limits& limits, const authenticator& auth,
-                 CallbackServerContext* ctx)
+                 std::shared_ptr<sync_gate> gate, CallbackServerContext* ctx)
       : reader_(node.reader()),
         journal_(node.backend()),
         limits_(limits),
         auth_(auth),
+        gate_(std::move(gate)),
         ctx_(ctx),
         watch_(limits.watch_put()) {
     std::lock_guard<std::recursive_mutex> lock(watch_->lock);
@@ -46,8 +49,9 @@ class follow_reactor final : public follow_reactor_base {
     if (!welcomed_) {
       if (auto st = welcome(); !st.ok()) return finish(st);
       if (diverged_) return;  // nothing more to read: the stream ends
-    } else if (in_.durable_seq() > durable_seq_) {
-      durable_seq_ = in_.durable_seq();
+    } else {
+      durable_seq_ = std::max(durable_seq_, in_.durable_seq());
+      if (gate_handle_) gate_->report(gate_handle_, in_.durable_seq(), in_.mirrored_seq());
     }
     StartRead(&in_);
   }
@@ -73,6 +77,7 @@ class follow_reactor final : public follow_reactor_base {
       std::lock_guard<std::recursive_mutex> lock(watch->lock);
       watch->on_idle = nullptr;
       if (sink_) sink_->stream = nullptr;  // a batch still on its way is dropped
+      if (gate_handle_) gate_->leave(gate_handle_);
       if (welcomed_)
         spdlog::info("standby stopped following member={} peer={} durable_seq={}", member_, peer_,
                      durable_seq_);
@@ -125,6 +130,10 @@ class follow_reactor final : public follow_reactor_base {
     durable_seq_ = in_.durable_seq();
     next_seq_ = durable_seq_ + 1;
     welcomed_ = true;
+    if (gate_) {  // it counts for --sync-standbys from now (sync_gate.hpp)
+      gate_handle_ = gate_->join(member_);
+      gate_->report(gate_handle_, in_.durable_seq(), in_.mirrored_seq());
+    }
     spdlog::info("standby follows member={} peer={} from_seq={} leader_seq={}", member_,
                  ctx_->peer(), next_seq_, *highest);
     auto stall = limits_.options().watch_stall_timeout;
@@ -194,6 +203,8 @@ class follow_reactor final : public follow_reactor_base {
   std::shared_ptr<const persistence::journal_backend> journal_;
   stream_limits& limits_;
   const authenticator& auth_;
+  std::shared_ptr<sync_gate> gate_;  // null: no one counts the standbys
+  uint64_t gate_handle_ = 0;         // 0 until welcomed (and not diverged)
   CallbackServerContext* ctx_;
   std::shared_ptr<put_watch> watch_;
   stream_limits::slot slot_;
@@ -212,15 +223,16 @@ class follow_reactor final : public follow_reactor_base {
 class replication_service final : public v1::ReplicationService::CallbackService {
  public:
   replication_service(actors::node& node, const server_options& o, stream_limits& limits)
-      : node_(node), auth_(o.auth), limits_(limits) {}
+      : node_(node), auth_(o.auth), gate_(o.sync), limits_(limits) {}
 
   follow_reactor_base* Follow(CallbackServerContext* ctx) override {
-    return new follow_reactor(node_, limits_, *auth_, ctx);
+    return new follow_reactor(node_, limits_, *auth_, gate_, ctx);
   }
 
  private:
   actors::node& node_;
   std::shared_ptr<authenticator> auth_;
+  std::shared_ptr<sync_gate> gate_;
   stream_limits& limits_;
 };
 

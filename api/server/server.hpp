@@ -24,6 +24,7 @@
 #include "api/common/wire.hpp"
 #include "api/server/auth.hpp"
 #include "api/server/stream_limits.hpp"
+#include "api/server/sync_gate.hpp"
 
 namespace weightd::api {
 
@@ -40,6 +41,8 @@ struct server_options {
   std::shared_ptr<authenticator> auth;
   std::string tls_cert_file, tls_key_file;  // PEM; both or neither
   std::string tls_client_ca_file;           // PEM; set: clients must present a certificate it signed
+  /// SPEC §11 Acknowledgement (--sync-standbys); null = writes answered at once.
+  std::shared_ptr<sync_gate> sync;
 };
 
 /// Is `listen` (host:port) a loopback address (127.x, localhost, [::1])?

@@ -10,6 +10,7 @@
 
 #include "actors/actors.hpp"
 #include "api/server/auth.hpp"
+#include "api/server/call_bridge.hpp"
 #include "api/server/stream_limits.hpp"
 #include "api/weightd.grpc.pb.h"
 
@@ -45,11 +46,13 @@ grpc::ServerWriteReactor<events::v1::Envelope>* start_watch(actors::journal_read
                                                             const v1::WatchRequest& req,
                                                             const status& refused = {});
 
+/// A Put; `acknowledge` (null: none) holds an OK answer (call_bridge::call_write).
 grpc::ServerReadReactor<v1::PutRequest>* start_put(caf::actor_system& sys,
                                                    actors::object_store_actor store,
                                                    std::chrono::seconds timeout,
                                                    stream_limits& limits,
                                                    const authenticator& auth,
+                                                   call_bridge::acknowledger acknowledge,
                                                    grpc::CallbackServerContext* ctx,
                                                    v1::PutResponse* resp);
 

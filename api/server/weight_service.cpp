@@ -41,7 +41,9 @@ class weight_service final : public v1::WeightService::CallbackService {
  public:
   weight_service(call_bridge& bridge, actors::node& node, server_options o, stream_limits& limits)
       : bridge_(bridge), registry_(node.registry()), reader_(node.reader()),
-        local_reads_(o.local_reads), limits_(limits), auth_(o.auth) {}
+        local_reads_(o.local_reads), limits_(limits), auth_(o.auth),
+        acknowledge_(write_acknowledger(o.sync, node, false)),
+        acknowledge_bytes_(write_acknowledger(o.sync, node, true)) {}
 
   ServerUnaryReactor* BeginImport(CallbackServerContext* ctx, const v1::BeginImportRequest* req,
                                   v1::RevisionView* resp) override {
@@ -178,6 +180,14 @@ class weight_service final : public v1::WeightService::CallbackService {
     if constexpr (is_mutation<command_type>::value) cmd->principal = who.principal;
     if constexpr (names_by_id<command_type>::value)  // a lease or operation of another tenant
       cmd->caller_tenant = who.any_tenant() ? "" : who.tenant;
+    // SPEC §11 Acknowledgement: a write is answered once --sync-standbys
+    // standbys hold it; a commit, once they hold its members' bytes too.
+    if constexpr (is_mutation<command_type>::value) {
+      constexpr bool commits = std::is_same_v<command_type, actors::commit_import> ||
+                               std::is_same_v<command_type, actors::commit_upsert>;
+      return bridge_.call_write<Reply>(ctx, commits ? acknowledge_bytes_ : acknowledge_, registry_,
+                                       fill, std::move(*cmd));
+    }
     return bridge_.call<Reply>(ctx, registry_, fill, std::move(*cmd));
   }
 
@@ -187,6 +197,7 @@ class weight_service final : public v1::WeightService::CallbackService {
   bool local_reads_;
   stream_limits& limits_;
   std::shared_ptr<authenticator> auth_;
+  call_bridge::acknowledger acknowledge_, acknowledge_bytes_;  // null: answered at once
 };
 
 }  // namespace

@@ -293,6 +293,7 @@ int main(int argc, char** argv) {
   server_options.metrics = std::make_shared<api::rpc_metrics>();
   server_options.streams = stream_options(config);
   server_options.local_reads = config.local_reads;
+  server_options.sync = std::make_shared<api::sync_gate>(config.sync_standbys, config.sync_timeout);
   auto auth = api::authenticator::open(config.auth_tokens_file);
   if (!auth) {  // the tokens file named by the configuration: a configuration error
     spdlog::error("weightd cannot serve error=\"{}\"", auth.error().to_string());
