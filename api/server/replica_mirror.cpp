@@ -154,7 +154,10 @@ void replica_mirror::work() {
              (!retry_at_.empty() && retry_at_.begin()->first <= std::chrono::steady_clock::now());
     };
     if (retry_at_.empty()) wake_.wait(lock, ready);
-    else wake_.wait_until(lock, retry_at_.begin()->first, ready);
+    else {
+      auto due = retry_at_.begin()->first;  // a copy: the entry may go while we wait
+      wake_.wait_until(lock, due, ready);
+    }
     if (stopping_) return;
     if (queue_.empty()) {  // a retry is due
       auto ref = retry_at_.begin()->second;

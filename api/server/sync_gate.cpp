@@ -101,7 +101,10 @@ void sync_gate::run() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     if (waiters_.empty()) changed_.wait(lock);
-    else changed_.wait_until(lock, waiters_.front().deadline);
+    else {
+      auto deadline = waiters_.front().deadline;  // a copy: the waiter may go while we wait
+      changed_.wait_until(lock, deadline);
+    }
     if (stopping_) return;
     auto ready = take_ready(std::chrono::steady_clock::now());
     if (ready.empty()) continue;
